@@ -1,0 +1,44 @@
+package codec
+
+import (
+	"testing"
+)
+
+func BenchmarkEncodeChain150(b *testing.B) {
+	f := chainFrame(150)
+	enc, _ := NewEncoder(Config{})
+	var bytesOut int
+	b.ReportAllocs()
+	for b.Loop() {
+		enc.Reset()
+		if err := enc.Add(&f); err != nil {
+			b.Fatal(err)
+		}
+		bytesOut = 0
+		for _, dg := range enc.Datagrams() {
+			bytesOut += len(dg)
+		}
+	}
+	b.SetBytes(int64(bytesOut))
+	b.ReportMetric(float64(bytesOut)/150, "wire-bytes/member")
+	b.ReportMetric(float64(len(enc.Datagrams())), "datagrams/frame")
+}
+
+func BenchmarkDecodeChain150(b *testing.B) {
+	dgs := encodeAll(b, Config{}, chainFrameSlice(150))
+	dec, _ := NewDecoder(Config{})
+	total := 0
+	for _, dg := range dgs {
+		total += len(dg)
+	}
+	b.SetBytes(int64(total))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, dg := range dgs {
+			if _, err := dec.Decode(dg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(dgs)), "ns/datagram")
+}

@@ -1,0 +1,98 @@
+package codec
+
+import (
+	"github.com/islandsync/islandsync/island"
+)
+
+// AppendDatagramHeader appends the 6-byte datagram header (magic, version,
+// record count) to b.
+func AppendDatagramHeader(b []byte, records uint8) []byte {
+	b = append(b, Magic...)
+	return append(b, Version, records)
+}
+
+// ParseDatagramHeader checks the datagram header at the start of b and
+// returns the record count and DatagramHeaderSize.
+func ParseDatagramHeader(b []byte) (int, int, error) {
+	if len(b) < DatagramHeaderSize {
+		return 0, 0, fail(ErrTruncated, len(b), "datagram header")
+	}
+	if string(b[:4]) != Magic {
+		return 0, 0, fail(ErrBadMagic, 0, "magic")
+	}
+	if b[4] != Version {
+		return 0, 0, fail(ErrVersion, 4, "version")
+	}
+	if b[5] == 0 {
+		return 0, 0, fail(ErrMalformed, 5, "record count")
+	}
+	return int(b[5]), DatagramHeaderSize, nil
+}
+
+// Decoder decodes datagrams into storage it owns and reuses, so steady-state
+// decoding does not allocate. A Decoder is not safe for concurrent use; use one
+// per receive loop.
+type Decoder struct {
+	cfg     Config
+	frags   []Fragment
+	members []island.Member
+	starts  []int
+}
+
+// NewDecoder returns a decoder enforcing cfg (zero fields mean defaults).
+func NewDecoder(cfg Config) (*Decoder, error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Decoder{cfg: c}, nil
+}
+
+// Config returns the decoder's limits with defaults applied.
+func (d *Decoder) Config() Config { return d.cfg }
+
+// Decode parses one whole datagram. On success it returns its fragments in
+// wire order. The fragments, their Members and their Raw bytes alias the
+// decoder's storage and b: they stay valid until the next call to Decode and
+// as long as b is not modified. On error it returns nil and an error wrapping
+// one of the package sentinels; no fragment of a bad datagram is returned.
+//
+// Decode is total: any input yields fragments or an error, never a panic, and
+// nothing is allocated from a length the input claims before that length is
+// checked against the bytes actually present.
+func (d *Decoder) Decode(b []byte) ([]Fragment, error) {
+	if len(b) > d.cfg.MaxDatagram {
+		return nil, fail(ErrLimit, d.cfg.MaxDatagram, "datagram size")
+	}
+	n, off, err := ParseDatagramHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	d.frags = d.frags[:0]
+	d.members = d.members[:0]
+	d.starts = d.starts[:0]
+	for i := 0; i < n; i++ {
+		start := len(d.members)
+		var f Fragment
+		var used int
+		f, d.members, used, err = ParseFragment(b[off:], &d.cfg, d.members)
+		if err != nil {
+			d.frags = d.frags[:0]
+			return nil, shift(err, off)
+		}
+		d.frags = append(d.frags, f)
+		d.starts = append(d.starts, start)
+		off += used
+	}
+	if off != len(b) {
+		d.frags = d.frags[:0]
+		return nil, fail(ErrMalformed, off, "trailing bytes")
+	}
+	// Members may have moved while d.members grew; point every fragment at
+	// the final backing array.
+	for i := range d.frags {
+		s := d.starts[i]
+		d.frags[i].Members = d.members[s : s+len(d.frags[i].Members)]
+	}
+	return d.frags, nil
+}

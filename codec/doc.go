@@ -1,0 +1,53 @@
+// Package codec is the islandsync wire format, version 1: an explicit,
+// little-endian, field-by-field encoding of island frames, cut into fragments
+// that fit one datagram and packed several to a datagram when they are small.
+//
+// The byte layout is specified in docs/wire-format.md; testdata/golden holds
+// datagrams that every platform must encode and decode byte for byte.
+//
+// # Usage
+//
+// Sending side, once per broadcast tick:
+//
+//	enc, _ := codec.NewEncoder(codec.Config{}) // 1200-byte datagrams
+//	enc.Reset()
+//	for i := range frames {
+//		if err := enc.Add(&frames[i]); err != nil { /* refused: NaN, too large, … */ }
+//	}
+//	for _, dg := range enc.Datagrams() { conn.Write(dg) }
+//
+// Receiving side, once per datagram:
+//
+//	dec, _ := codec.NewDecoder(codec.Config{})
+//	frags, err := dec.Decode(packet)
+//	if err != nil { /* count errors.Is(err, codec.ErrTruncated) … and drop */ }
+//	for _, f := range frags { assembler.Push(now, &f) }
+//
+// Every record type has an Append method or function, a size constant and a
+// Parse function returning (value, consumed, error).
+//
+// # Guarantees
+//
+//   - Encoding never depends on host byte order, struct layout or word size:
+//     integers go through encoding/binary.LittleEndian one field at a time and
+//     floats as their IEEE-754 binary64 bit patterns. No unsafe.
+//   - Decoding is total: any byte string yields fragments or an error wrapping
+//     one of ErrTruncated, ErrBadMagic, ErrVersion, ErrLimit, ErrMalformed or
+//     ErrNonFinite. Every declared length and count is checked against the
+//     bytes present and the configured caps (in the unsigned domain, so 32-bit
+//     targets cannot overflow) before anything is sized from it. A datagram
+//     with any bad record yields no fragment at all.
+//   - There is one canonical encoding: a datagram that decodes re-encodes to
+//     the identical bytes. Unknown flag bits, trailing bytes and length
+//     mismatches are errors, not ignored.
+//   - The Encoder and Decoder own and reuse their buffers: in steady state
+//     neither allocates.
+//
+// # Limits
+//
+// Config caps the datagram size (default 1200 bytes, at least 576), the
+// members of one frame (default 4096) and its fragments (default 512). The
+// decoder does not check that fragments of one frame agree with each other or
+// that the frame digest matches; that is the assembler's job, since it needs
+// the whole frame. Encoder and Decoder are not safe for concurrent use.
+package codec

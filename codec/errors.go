@@ -1,0 +1,49 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error returned by this package wraps exactly one of
+// them, so callers branch with errors.Is.
+var (
+	// ErrTruncated: the input ends before a field or a declared length.
+	ErrTruncated = errors.New("codec: truncated")
+	// ErrBadMagic: the datagram does not start with the islandsync magic.
+	ErrBadMagic = errors.New("codec: bad magic")
+	// ErrVersion: the datagram's format version is not one this package reads.
+	ErrVersion = errors.New("codec: unknown version")
+	// ErrLimit: a size, count or index exceeds a configured limit.
+	ErrLimit = errors.New("codec: limit exceeded")
+	// ErrMalformed: the fields are present but inconsistent or non-canonical
+	// (zero counts, index out of range, length mismatch, unknown flag bits,
+	// trailing bytes).
+	ErrMalformed = errors.New("codec: malformed")
+	// ErrNonFinite: a state float is NaN or ±Inf.
+	ErrNonFinite = errors.New("codec: non-finite float")
+	// ErrEmptyFrame: the encoder was given a frame without members.
+	ErrEmptyFrame = errors.New("codec: empty frame")
+)
+
+// Error describes where decoding or encoding failed. It wraps one of the
+// sentinels above.
+type Error struct {
+	Offset int    // byte offset in the input where the bad field starts; -1 when encoding
+	Field  string // name of the field, as in docs/wire-format.md
+	Err    error  // one of the package sentinels
+}
+
+func (e *Error) Error() string {
+	if e.Offset < 0 {
+		return fmt.Sprintf("%v: %s", e.Err, e.Field)
+	}
+	return fmt.Sprintf("%v: %s at offset %d", e.Err, e.Field, e.Offset)
+}
+
+// Unwrap returns the sentinel.
+func (e *Error) Unwrap() error { return e.Err }
+
+func fail(err error, off int, field string) error {
+	return &Error{Offset: off, Field: field, Err: err}
+}

@@ -1,0 +1,52 @@
+package codec_test
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+)
+
+// A one-member frame fits in one datagram: the 6-byte datagram header, a
+// 2-byte record length, the 59-byte fragment header and one 60-byte member.
+func ExampleEncoder() {
+	enc, _ := codec.NewEncoder(codec.Config{})
+	f := island.Frame{
+		Sender:  1,
+		Key:     island.Key{Island: 7, Epoch: 1, Topology: 3, Config: 2, Seq: 100},
+		Time:    1_500_000, // 1.5 s of authority time
+		Members: []island.Member{{ID: island.MemberID{Stable: 10}, State: island.State{X: 1, Y: 2, Angle: 0.5}}},
+	}
+	if err := enc.Add(&f); err != nil {
+		panic(err)
+	}
+	dg := enc.Datagrams()[0]
+	fmt.Println(len(dg), "bytes")
+	fmt.Print(hex.Dump(dg))
+	// Output:
+	// 127 bytes
+	// 00000000  49 53 59 4e 01 01 77 00  01 00 00 00 07 00 00 00  |ISYN..w.........|
+	// 00000010  01 00 00 00 03 00 00 00  02 00 00 00 64 00 00 00  |............d...|
+	// 00000020  60 e3 16 00 00 00 00 00  00 00 00 00 00 01 00 00  |`...............|
+	// 00000030  00 00 00 01 00 00 00 00  00 01 00 2f 60 8a 8c 98  |.........../`...|
+	// 00000040  fa 04 dc 0a 00 00 00 00  00 00 00 00 00 00 00 00  |................|
+	// 00000050  00 00 00 00 00 f0 3f 00  00 00 00 00 00 00 40 00  |......?.......@.|
+	// 00000060  00 00 00 00 00 e0 3f 00  00 00 00 00 00 00 00 00  |......?.........|
+	// 00000070  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00     |...............|
+}
+
+// Decoding returns fragments whose members alias the decoder's storage.
+func ExampleDecoder() {
+	enc, _ := codec.NewEncoder(codec.Config{})
+	f := island.Frame{Key: island.Key{Island: 3, Seq: 9}, Members: []island.Member{{ID: island.MemberID{Stable: 5, Generation: 2}}}}
+	_ = enc.Add(&f)
+	dec, _ := codec.NewDecoder(codec.Config{})
+	frags, err := dec.Decode(enc.Datagrams()[0])
+	if err != nil {
+		panic(err)
+	}
+	h := frags[0].Header
+	fmt.Println(h.Key, h.Index, h.Count, frags[0].Members[0].ID)
+	// Output: i3/e0/t0/c0#9 0 1 5.g2
+}

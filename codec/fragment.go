@@ -1,0 +1,179 @@
+package codec
+
+import (
+	"encoding/binary"
+
+	"github.com/islandsync/islandsync/island"
+)
+
+// FragmentHeader is the fixed part of a fragment record: which frame the
+// fragment belongs to, where its members sit in that frame, and the digest of
+// the whole frame. Every fragment of one frame carries the same header except
+// Index, FirstMember and MemberCount.
+type FragmentHeader struct {
+	Sender       island.SenderID // sending peer
+	Key          island.Key      // composite version key of the frame
+	Time         island.Time     // authority time of the frame, microseconds
+	Segment      uint32          // continuity segment of the frame
+	Flags        island.Flags    // boundary flags; unknown bits are malformed
+	TotalMembers uint32          // members in the whole frame; at least 1
+	Index        uint16          // this fragment's index, < Count
+	Count        uint16          // fragments in the whole frame; at least 1
+	FirstMember  uint32          // frame position of this fragment's first member
+	MemberCount  uint16          // members in this fragment; at least 1
+	Digest       uint64          // xxhash64 of all members' records in frame order
+}
+
+// Frame returns the frame-level fields of h as a Frame without members.
+func (h *FragmentHeader) Frame() island.Frame {
+	return island.Frame{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment, Flags: h.Flags}
+}
+
+// Append appends the FragmentHeaderSize-byte wire form of h to b.
+func (h *FragmentHeader) Append(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(h.Sender))
+	b = binary.LittleEndian.AppendUint32(b, h.Key.Island)
+	b = binary.LittleEndian.AppendUint32(b, h.Key.Epoch)
+	b = binary.LittleEndian.AppendUint32(b, h.Key.Topology)
+	b = binary.LittleEndian.AppendUint32(b, h.Key.Config)
+	b = binary.LittleEndian.AppendUint32(b, h.Key.Seq)
+	b = binary.LittleEndian.AppendUint64(b, uint64(h.Time))
+	b = binary.LittleEndian.AppendUint32(b, h.Segment)
+	b = append(b, byte(h.Flags))
+	b = binary.LittleEndian.AppendUint32(b, h.TotalMembers)
+	b = binary.LittleEndian.AppendUint16(b, h.Index)
+	b = binary.LittleEndian.AppendUint16(b, h.Count)
+	b = binary.LittleEndian.AppendUint32(b, h.FirstMember)
+	b = binary.LittleEndian.AppendUint16(b, h.MemberCount)
+	return binary.LittleEndian.AppendUint64(b, h.Digest)
+}
+
+// ParseFragmentHeader reads and checks a fragment header from the start of b
+// against the limits in cfg (which must already have defaults applied). It
+// returns the header and FragmentHeaderSize, or an error wrapping
+// ErrTruncated, ErrMalformed or ErrLimit.
+func ParseFragmentHeader(b []byte, cfg *Config) (FragmentHeader, int, error) {
+	var h FragmentHeader
+	if len(b) < FragmentHeaderSize {
+		return h, 0, fail(ErrTruncated, len(b), "fragment header")
+	}
+	_ = b[FragmentHeaderSize-1]
+	h.Sender = island.SenderID(binary.LittleEndian.Uint32(b[0:]))
+	h.Key.Island = binary.LittleEndian.Uint32(b[4:])
+	h.Key.Epoch = binary.LittleEndian.Uint32(b[8:])
+	h.Key.Topology = binary.LittleEndian.Uint32(b[12:])
+	h.Key.Config = binary.LittleEndian.Uint32(b[16:])
+	h.Key.Seq = binary.LittleEndian.Uint32(b[20:])
+	h.Time = island.Time(binary.LittleEndian.Uint64(b[24:]))
+	h.Segment = binary.LittleEndian.Uint32(b[32:])
+	h.Flags = island.Flags(b[36])
+	h.TotalMembers = binary.LittleEndian.Uint32(b[37:])
+	h.Index = binary.LittleEndian.Uint16(b[41:])
+	h.Count = binary.LittleEndian.Uint16(b[43:])
+	h.FirstMember = binary.LittleEndian.Uint32(b[45:])
+	h.MemberCount = binary.LittleEndian.Uint16(b[49:])
+	h.Digest = binary.LittleEndian.Uint64(b[51:])
+	if err := h.check(cfg); err != nil {
+		return FragmentHeader{}, 0, err
+	}
+	return h, FragmentHeaderSize, nil
+}
+
+// check validates the header's fields against each other and the limits.
+// Comparisons stay in the unsigned domain so that 32-bit targets cannot
+// overflow int.
+func (h *FragmentHeader) check(cfg *Config) error {
+	switch {
+	case h.Flags&^island.KnownFlags != 0:
+		return fail(ErrMalformed, 36, "flags")
+	case h.TotalMembers == 0:
+		return fail(ErrMalformed, 37, "total members")
+	case uint64(h.TotalMembers) > uint64(cfg.MaxMembers):
+		return fail(ErrLimit, 37, "total members")
+	case h.Count == 0:
+		return fail(ErrMalformed, 43, "fragment count")
+	case uint64(h.Count) > uint64(cfg.MaxFragments):
+		return fail(ErrLimit, 43, "fragment count")
+	case h.Index >= h.Count:
+		return fail(ErrMalformed, 41, "fragment index")
+	case h.MemberCount == 0:
+		return fail(ErrMalformed, 49, "member count")
+	case uint64(h.FirstMember)+uint64(h.MemberCount) > uint64(h.TotalMembers):
+		return fail(ErrMalformed, 45, "member range")
+	}
+	return nil
+}
+
+// Fragment is one decoded fragment record. Members and Raw alias storage owned
+// by whoever decoded it (see Decoder.Decode for how long they stay valid).
+type Fragment struct {
+	Header  FragmentHeader
+	Members []island.Member // decoded members, frame positions FirstMember.. in order
+	Raw     []byte          // the members' wire bytes, MemberSize each, aliasing the input
+}
+
+// AppendFragment appends a whole fragment record (length prefix, header and
+// members) to b. h.MemberCount must equal len(members).
+func AppendFragment(b []byte, h *FragmentHeader, members []island.Member) []byte {
+	b = binary.LittleEndian.AppendUint16(b, uint16(FragmentHeaderSize+MemberSize*len(members)))
+	b = h.Append(b)
+	for i := range members {
+		b = AppendMember(b, &members[i])
+	}
+	return b
+}
+
+// ParseFragment reads one length-prefixed fragment record from the start of
+// b. Decoded members are appended to dst; the returned Fragment's Members is
+// the appended part of the returned slice and Raw aliases b. Nothing is
+// appended when an error is returned.
+func ParseFragment(b []byte, cfg *Config, dst []island.Member) (Fragment, []island.Member, int, error) {
+	if len(b) < RecordLengthSize {
+		return Fragment{}, dst, 0, fail(ErrTruncated, len(b), "record length")
+	}
+	length := binary.LittleEndian.Uint16(b)
+	if int(length) > len(b)-RecordLengthSize {
+		return Fragment{}, dst, 0, fail(ErrTruncated, len(b), "record body")
+	}
+	if length < FragmentHeaderSize {
+		return Fragment{}, dst, 0, fail(ErrMalformed, 0, "record length")
+	}
+	body := b[RecordLengthSize : RecordLengthSize+int(length)]
+	h, _, err := ParseFragmentHeader(body, cfg)
+	if err != nil {
+		return Fragment{}, dst, 0, shift(err, RecordLengthSize)
+	}
+	if int(length) != FragmentHeaderSize+MemberSize*int(h.MemberCount) {
+		return Fragment{}, dst, 0, fail(ErrMalformed, 0, "record length")
+	}
+	raw := body[FragmentHeaderSize:]
+	start := len(dst)
+	dst = grow(dst, int(h.MemberCount))
+	ms := dst[start : start+int(h.MemberCount)]
+	for i := range ms {
+		if !parseMemberInto(&ms[i], raw[i*MemberSize:(i+1)*MemberSize]) {
+			return Fragment{}, dst[:start], 0, fail(ErrNonFinite, RecordLengthSize+FragmentHeaderSize+i*MemberSize+12, "member state")
+		}
+	}
+	return Fragment{Header: h, Members: ms, Raw: raw}, dst, RecordLengthSize + int(length), nil
+}
+
+// grow extends s by n elements, reusing capacity when it can. n has already
+// been checked against the input length by the caller.
+func grow(s []island.Member, n int) []island.Member {
+	if cap(s)-len(s) >= n {
+		return s[:len(s)+n]
+	}
+	t := make([]island.Member, len(s)+n, 2*len(s)+n)
+	copy(t, s)
+	return t
+}
+
+// shift moves the offset of a codec error by delta, for errors found inside a
+// sub-slice.
+func shift(err error, delta int) error {
+	if e, ok := err.(*Error); ok && e.Offset >= 0 {
+		e.Offset += delta
+	}
+	return err
+}
