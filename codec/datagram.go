@@ -1,9 +1,5 @@
 package codec
 
-import (
-	"github.com/islandsync/islandsync/island"
-)
-
 // AppendDatagramHeader appends the 6-byte datagram header (magic, version,
 // record count) to b.
 func AppendDatagramHeader(b []byte, records uint8) []byte {
@@ -33,10 +29,8 @@ func ParseDatagramHeader(b []byte) (int, int, error) {
 // decoding does not allocate. A Decoder is not safe for concurrent use; use one
 // per receive loop.
 type Decoder struct {
-	cfg     Config
-	frags   []Fragment
-	members []island.Member
-	starts  []int
+	cfg   Config
+	frags []Fragment
 }
 
 // NewDecoder returns a decoder enforcing cfg (zero fields mean defaults).
@@ -51,14 +45,14 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 // Config returns the decoder's limits with defaults applied.
 func (d *Decoder) Config() Config { return d.cfg }
 
-// Decode parses one whole datagram. On success it returns its fragments in
-// wire order. The fragments, their Members and their Raw bytes alias the
-// decoder's storage and b: they stay valid until the next call to Decode and
-// as long as b is not modified. On error it returns nil and an error wrapping
-// one of the package sentinels; no fragment of a bad datagram is returned.
+// Decode parses and checks one whole datagram. On success it returns its
+// fragments in wire order. The returned slice is the decoder's and stays valid
+// until the next call to Decode; each fragment's Raw aliases b. On error it
+// returns nil and an error wrapping one of the package sentinels; no fragment
+// of a bad datagram is returned.
 //
 // Decode is total: any input yields fragments or an error, never a panic, and
-// nothing is allocated from a length the input claims before that length is
+// nothing is sized from a length the input claims before that length is
 // checked against the bytes actually present.
 func (d *Decoder) Decode(b []byte) ([]Fragment, error) {
 	if len(b) > d.cfg.MaxDatagram {
@@ -69,30 +63,18 @@ func (d *Decoder) Decode(b []byte) ([]Fragment, error) {
 		return nil, err
 	}
 	d.frags = d.frags[:0]
-	d.members = d.members[:0]
-	d.starts = d.starts[:0]
 	for i := 0; i < n; i++ {
-		start := len(d.members)
-		var f Fragment
-		var used int
-		f, d.members, used, err = ParseFragment(b[off:], &d.cfg, d.members)
+		f, used, err := ParseFragment(b[off:], &d.cfg)
 		if err != nil {
 			d.frags = d.frags[:0]
 			return nil, shift(err, off)
 		}
 		d.frags = append(d.frags, f)
-		d.starts = append(d.starts, start)
 		off += used
 	}
 	if off != len(b) {
 		d.frags = d.frags[:0]
 		return nil, fail(ErrMalformed, off, "trailing bytes")
-	}
-	// Members may have moved while d.members grew; point every fragment at
-	// the final backing array.
-	for i := range d.frags {
-		s := d.starts[i]
-		d.frags[i].Members = d.members[s : s+len(d.frags[i].Members)]
 	}
 	return d.frags, nil
 }

@@ -21,7 +21,7 @@
 //	dec, _ := codec.NewDecoder(codec.Config{})
 //	frags, err := dec.Decode(packet)
 //	if err != nil { /* count errors.Is(err, codec.ErrTruncated) … and drop */ }
-//	for _, f := range frags { assembler.Push(now, &f) }
+//	for i := range frags { asm.Push(now, &frags[i]) }
 //
 // Every record type has an Append method or function, a size constant and a
 // Parse function returning (value, consumed, error).
@@ -41,7 +41,11 @@
 //     the identical bytes. Unknown flag bits, trailing bytes and length
 //     mismatches are errors, not ignored.
 //   - The Encoder and Decoder own and reuse their buffers: in steady state
-//     neither allocates.
+//     neither allocates. Decoded fragments keep their members in wire form
+//     (Fragment.Raw, a run of Records) after checking them, so receivers
+//     decode each member once, where its value is finally stored.
+//   - Every fragment header carries the frame digest: xxhash64 of the
+//     frame-level header fields and all member records (FrameDigest).
 //
 // # Limits
 //

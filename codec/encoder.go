@@ -88,7 +88,7 @@ func (e *Encoder) Add(f *island.Frame) error {
 		}
 	}
 	var digest uint64
-	digest, e.scratch = MembersDigest(f.Members, e.scratch)
+	digest, e.scratch = FrameDigest(f, e.scratch)
 	h := FragmentHeader{
 		Sender: f.Sender, Key: f.Key, Time: f.Time, Segment: f.Segment, Flags: f.Flags,
 		TotalMembers: uint32(n), Count: uint16(count), Digest: digest,
@@ -148,11 +148,4 @@ func (e *Encoder) Datagrams() [][]byte {
 		start = end
 	}
 	return e.views
-}
-
-// FrameDigest returns the digest a fragment header carries for a frame with
-// these members. It allocates; hot paths use MembersDigest with a scratch buffer.
-func FrameDigest(members []island.Member) uint64 {
-	d, _ := MembersDigest(members, nil)
-	return d
 }

@@ -104,12 +104,20 @@ func (h *FragmentHeader) check(cfg *Config) error {
 	return nil
 }
 
-// Fragment is one decoded fragment record. Members and Raw alias storage owned
-// by whoever decoded it (see Decoder.Decode for how long they stay valid).
+// Fragment is one decoded fragment record. Its members stay in wire form in
+// Raw (already checked: MemberCount records, every float finite); decode them
+// with Member or AppendMembers. Raw aliases the decoded datagram.
 type Fragment struct {
-	Header  FragmentHeader
-	Members []island.Member // decoded members, frame positions FirstMember.. in order
-	Raw     []byte          // the members' wire bytes, MemberSize each, aliasing the input
+	Header FragmentHeader
+	Raw    []byte // MemberCount member records of MemberSize bytes each
+}
+
+// Member decodes member i of the fragment (0 ≤ i < MemberCount).
+func (f *Fragment) Member(i int) island.Member { return Records(f.Raw).Member(i) }
+
+// AppendMembers decodes every member of the fragment and appends them to dst.
+func (f *Fragment) AppendMembers(dst []island.Member) []island.Member {
+	return Records(f.Raw).AppendTo(dst)
 }
 
 // AppendFragment appends a whole fragment record (length prefix, header and
@@ -123,50 +131,41 @@ func AppendFragment(b []byte, h *FragmentHeader, members []island.Member) []byte
 	return b
 }
 
+// Append appends f's whole record (length prefix, header, raw members) to b.
+func (f *Fragment) Append(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint16(b, uint16(FragmentHeaderSize+len(f.Raw)))
+	b = f.Header.Append(b)
+	return append(b, f.Raw...)
+}
+
 // ParseFragment reads one length-prefixed fragment record from the start of
-// b. Decoded members are appended to dst; the returned Fragment's Members is
-// the appended part of the returned slice and Raw aliases b. Nothing is
-// appended when an error is returned.
-func ParseFragment(b []byte, cfg *Config, dst []island.Member) (Fragment, []island.Member, int, error) {
+// b. The returned Fragment's Raw aliases b. It checks the header against cfg
+// (which must have defaults applied), the record length against the member
+// count, and that every member float is finite.
+func ParseFragment(b []byte, cfg *Config) (Fragment, int, error) {
 	if len(b) < RecordLengthSize {
-		return Fragment{}, dst, 0, fail(ErrTruncated, len(b), "record length")
+		return Fragment{}, 0, fail(ErrTruncated, len(b), "record length")
 	}
 	length := binary.LittleEndian.Uint16(b)
 	if int(length) > len(b)-RecordLengthSize {
-		return Fragment{}, dst, 0, fail(ErrTruncated, len(b), "record body")
+		return Fragment{}, 0, fail(ErrTruncated, len(b), "record body")
 	}
 	if length < FragmentHeaderSize {
-		return Fragment{}, dst, 0, fail(ErrMalformed, 0, "record length")
+		return Fragment{}, 0, fail(ErrMalformed, 0, "record length")
 	}
 	body := b[RecordLengthSize : RecordLengthSize+int(length)]
 	h, _, err := ParseFragmentHeader(body, cfg)
 	if err != nil {
-		return Fragment{}, dst, 0, shift(err, RecordLengthSize)
+		return Fragment{}, 0, shift(err, RecordLengthSize)
 	}
 	if int(length) != FragmentHeaderSize+MemberSize*int(h.MemberCount) {
-		return Fragment{}, dst, 0, fail(ErrMalformed, 0, "record length")
+		return Fragment{}, 0, fail(ErrMalformed, 0, "record length")
 	}
 	raw := body[FragmentHeaderSize:]
-	start := len(dst)
-	dst = grow(dst, int(h.MemberCount))
-	ms := dst[start : start+int(h.MemberCount)]
-	for i := range ms {
-		if !parseMemberInto(&ms[i], raw[i*MemberSize:(i+1)*MemberSize]) {
-			return Fragment{}, dst[:start], 0, fail(ErrNonFinite, RecordLengthSize+FragmentHeaderSize+i*MemberSize+12, "member state")
-		}
+	if i := FirstNonFinite(raw); i >= 0 {
+		return Fragment{}, 0, fail(ErrNonFinite, RecordLengthSize+FragmentHeaderSize+i, "member state")
 	}
-	return Fragment{Header: h, Members: ms, Raw: raw}, dst, RecordLengthSize + int(length), nil
-}
-
-// grow extends s by n elements, reusing capacity when it can. n has already
-// been checked against the input length by the caller.
-func grow(s []island.Member, n int) []island.Member {
-	if cap(s)-len(s) >= n {
-		return s[:len(s)+n]
-	}
-	t := make([]island.Member, len(s)+n, 2*len(s)+n)
-	copy(t, s)
-	return t
+	return Fragment{Header: h, Raw: raw}, RecordLengthSize + int(length), nil
 }
 
 // shift moves the offset of a codec error by delta, for errors found inside a

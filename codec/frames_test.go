@@ -127,7 +127,7 @@ func describe(name string, dg []byte, frags []Fragment) string {
 		fmt.Fprintf(&b, "record %d: sender=%v key=%v time=%dus segment=%d flags=%#02x\n", i, h.Sender, h.Key, h.Time, h.Segment, uint8(h.Flags))
 		fmt.Fprintf(&b, "  fragment %d of %d, members %d..%d of %d, digest=%#016x\n",
 			h.Index, h.Count, h.FirstMember, uint64(h.FirstMember)+uint64(h.MemberCount)-1, h.TotalMembers, h.Digest)
-		for j, m := range f.Members {
+		for j, m := range f.AppendMembers(nil) {
 			s := m.State
 			fmt.Fprintf(&b, "  member %d id=%v", int(h.FirstMember)+j, m.ID)
 			for _, v := range [...]struct {
@@ -143,3 +143,5 @@ func describe(name string, dg []byte, frags []Fragment) string {
 }
 
 func chainFrameSlice(n int) []island.Frame { return []island.Frame{chainFrame(n)} }
+
+func digestOf(f *island.Frame) uint64 { d, _ := FrameDigest(f, nil); return d }

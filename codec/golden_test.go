@@ -127,7 +127,7 @@ func TestGoldenDecodeReencode(t *testing.T) {
 		}
 		out := AppendDatagramHeader(nil, uint8(len(frags)))
 		for i := range frags {
-			out = AppendFragment(out, &frags[i].Header, frags[i].Members)
+			out = AppendFragment(out, &frags[i].Header, frags[i].AppendMembers(nil))
 		}
 		if !bytes.Equal(out, b) {
 			t.Errorf("%s: re-encoding differs at offset %d", path, firstDiff(out, b))
@@ -151,13 +151,13 @@ func TestGoldenFramesReassemble(t *testing.T) {
 			t.Fatalf("datagram %d: %d frags, %v", i, len(frags), err)
 		}
 		h := frags[0].Header
-		if int(h.Index) != i || h.Count != 9 || int(h.FirstMember) != len(got) || h.Digest != FrameDigest(want.Members) {
+		if int(h.Index) != i || h.Count != 9 || int(h.FirstMember) != len(got) || h.Digest != digestOf(&want) {
 			t.Fatalf("datagram %d: header %+v", i, h)
 		}
 		if len(b) > DefaultMaxDatagram {
 			t.Errorf("datagram %d is %d bytes", i, len(b))
 		}
-		got = append(got, frags[0].Members...)
+		got = frags[0].AppendMembers(got)
 	}
 	w := want
 	w.Members = got

@@ -80,7 +80,7 @@ func TestBitFlipSweep(t *testing.T) {
 func reencode(frags []Fragment) []byte {
 	out := AppendDatagramHeader(nil, uint8(len(frags)))
 	for i := range frags {
-		out = AppendFragment(out, &frags[i].Header, frags[i].Members)
+		out = AppendFragment(out, &frags[i].Header, frags[i].AppendMembers(nil))
 	}
 	return out
 }

@@ -50,24 +50,70 @@ func parseMemberInto(m *island.Member, b []byte) bool {
 	vx := binary.LittleEndian.Uint64(b[36:])
 	vy := binary.LittleEndian.Uint64(b[44:])
 	av := binary.LittleEndian.Uint64(b[52:])
-	m.State = island.State{
-		X: math.Float64frombits(x), Y: math.Float64frombits(y), Angle: math.Float64frombits(a),
-		VX: math.Float64frombits(vx), VY: math.Float64frombits(vy), AngVel: math.Float64frombits(av),
-	}
-	return finiteBits(x) && finiteBits(y) && finiteBits(a) && finiteBits(vx) && finiteBits(vy) && finiteBits(av)
+	s := &m.State
+	s.X, s.Y, s.Angle = math.Float64frombits(x), math.Float64frombits(y), math.Float64frombits(a)
+	s.VX, s.VY, s.AngVel = math.Float64frombits(vx), math.Float64frombits(vy), math.Float64frombits(av)
+	return nonFinite(x)|nonFinite(y)|nonFinite(a)|nonFinite(vx)|nonFinite(vy)|nonFinite(av) == 0
 }
 
-// finiteBits reports whether an IEEE-754 binary64 bit pattern is finite: its
-// exponent is not all ones (which would be ±Inf or NaN).
-func finiteBits(u uint64) bool { return u&0x7FF0000000000000 != 0x7FF0000000000000 }
+// DecodeMembers decodes raw, which must hold whole member records, into dst
+// (len(dst) == len(raw)/MemberSize). It reports false if any float is NaN or
+// ±Inf; dst is then partly written and must not be used.
+func DecodeMembers(dst []island.Member, raw []byte) bool {
+	ok := true
+	for i := range dst {
+		ok = parseMemberInto(&dst[i], raw[i*MemberSize:(i+1)*MemberSize]) && ok
+	}
+	return ok
+}
 
-// MembersDigest returns the frame digest of members: xxhash64 over the
-// concatenation of their wire records in order. scratch is reused to hold the
-// records and returned grown, so steady-state calls do not allocate.
-func MembersDigest(members []island.Member, scratch []byte) (uint64, []byte) {
-	scratch = scratch[:0]
-	for i := range members {
-		scratch = AppendMember(scratch, &members[i])
+// FirstNonFinite returns the offset within raw of the first member float
+// that is NaN or ±Inf, or -1. raw holds whole member records. The common,
+// all-finite case runs without branches per float.
+func FirstNonFinite(raw []byte) int {
+	for off := 0; off+MemberSize <= len(raw); off += MemberSize {
+		r := (*[MemberSize]byte)(raw[off : off+MemberSize])
+		bad := nonFinite(binary.LittleEndian.Uint64(r[12:20])) | nonFinite(binary.LittleEndian.Uint64(r[20:28])) |
+			nonFinite(binary.LittleEndian.Uint64(r[28:36])) | nonFinite(binary.LittleEndian.Uint64(r[36:44])) |
+			nonFinite(binary.LittleEndian.Uint64(r[44:52])) | nonFinite(binary.LittleEndian.Uint64(r[52:60]))
+		if bad != 0 {
+			for f := 12; f < MemberSize; f += 8 {
+				if nonFinite(binary.LittleEndian.Uint64(r[f:])) != 0 {
+					return off + f
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// nonFinite returns 1 if the IEEE-754 binary64 bit pattern u is NaN or ±Inf
+// (exponent all ones), else 0, without branching: adding one to the
+// exponent field carries into the sign bit only when the field is all ones.
+func nonFinite(u uint64) uint64 { return ((u & 0x7FF0000000000000) + 1<<52) >> 63 }
+
+// DigestPrefixSize is how many leading bytes of the fragment header the
+// frame digest covers: sender, key, time, segment, flags and total members —
+// every frame-level field except the fragment count.
+const DigestPrefixSize = 41
+
+// AppendDigestPrefix appends the first DigestPrefixSize bytes of h's wire
+// form: the frame-level fields the digest covers.
+func AppendDigestPrefix(b []byte, h *FragmentHeader) []byte {
+	return h.Append(b)[:len(b)+DigestPrefixSize]
+}
+
+// FrameDigest returns the digest fragment headers carry for f: xxhash64 of
+// the first DigestPrefixSize header bytes (sender, key, time, segment, flags,
+// total members) followed by every member record in frame order. scratch is
+// reused to hold those bytes and returned grown, so steady-state calls do not
+// allocate; pass nil when that does not matter.
+func FrameDigest(f *island.Frame, scratch []byte) (uint64, []byte) {
+	h := FragmentHeader{Sender: f.Sender, Key: f.Key, Time: f.Time, Segment: f.Segment, Flags: f.Flags,
+		TotalMembers: uint32(len(f.Members))}
+	scratch = AppendDigestPrefix(scratch[:0], &h)
+	for i := range f.Members {
+		scratch = AppendMember(scratch, &f.Members[i])
 	}
 	return xxhash.Sum64(scratch), scratch
 }

@@ -1,0 +1,417 @@
+package assembler
+
+import (
+	"bytes"
+
+	"github.com/bits-and-blooms/bitset"
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+)
+
+// frameID names one frame: fragments of the same key from different senders
+// are different frames and are never mixed.
+type frameID struct {
+	sender island.SenderID
+	key    island.Key
+}
+
+// islandID scopes the per-island candidate cap: one sender's frames of one island.
+type islandID struct {
+	sender island.SenderID
+	island uint32
+}
+
+// streamID scopes sequence order: one sender's stream.
+type streamID struct {
+	sender island.SenderID
+	stream island.Stream
+}
+
+// fragSlot records where fragment i of a pending frame sits.
+type fragSlot struct {
+	start uint32 // index of its first member in arrival order (pending.ms)
+	first uint32 // frame position of its first member
+	n     uint16 // members; 0 means the fragment has not arrived
+}
+
+// pending is one incomplete (or poisoned) frame.
+type pending struct {
+	id       frameID
+	hdr      codec.FragmentHeader // frame-level fields from the first fragment
+	created  int64                // caller time of the first fragment, µs
+	link     links[pending]       // creation order, oldest at Assembler.order.head
+	isl      *islandState
+	poisoned bool
+	reason   Outcome // why it was poisoned
+	bytes    int     // accounted bytes
+
+	covered  bitset.BitSet // member positions received
+	frags    []fragSlot    // indexed by fragment index
+	fragSeen int
+	received int    // members received
+	raw      []byte // member wire bytes in arrival order
+}
+
+// islandState lists one (sender, island)'s pending frames, oldest first.
+type islandState struct {
+	id    islandID
+	cands []*pending
+}
+
+// streamState remembers the last completed sequence of one stream.
+type streamState struct {
+	id      streamID
+	lastSeq uint32
+	link    links[streamState] // LRU order, least recently completed at head
+}
+
+// Assembler reassembles fragments into whole frames. It is a pure state
+// machine: it starts no goroutines, reads no clock and does no I/O; the caller
+// passes the current time with every call. It is not safe for concurrent use;
+// use one per receive loop.
+type Assembler struct {
+	cfg Config
+
+	frames  map[frameID]*pending
+	islands map[islandID]*islandState
+	streams map[streamID]*streamState
+
+	order        list[pending, *pending]         // pending frames by first fragment
+	streamOrder  list[streamState, *streamState] // streams by last completion
+	pendingBytes int
+
+	freeFrames  []*pending
+	freeIslands []*islandState
+	freeStreams []*streamState
+
+	out      Frame
+	outRaw   []byte
+	dedup    dedupSet
+	counts   [NumOutcomes]uint64
+	peak     int
+	forgot   uint64
+	lastNow  int64
+	haveTime bool
+}
+
+// New returns an assembler with cfg's caps (zero fields mean defaults).
+func New(cfg Config) (*Assembler, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Assembler{
+		cfg:     c,
+		frames:  make(map[frameID]*pending, c.MaxPending),
+		islands: make(map[islandID]*islandState),
+		streams: make(map[streamID]*streamState),
+	}, nil
+}
+
+// Config returns the assembler's configuration with defaults applied.
+func (a *Assembler) Config() Config { return a.cfg }
+
+// Push offers one decoded fragment at caller time now (microseconds; must not
+// go backwards — an earlier now is treated as the latest seen). It first
+// expires frames whose TTL has passed, then stores the fragment.
+//
+// When the fragment completes its frame, Push returns Completed and the whole
+// frame, members in frame order, after checking coverage, member identities
+// and the digest. The frame and its Members are owned by the assembler and
+// stay valid until the next call to Push or Expire; copy what you keep.
+// For every other outcome the frame is nil: nothing of an incomplete or
+// rejected frame ever reaches the caller.
+//
+// The fragment's slices are copied; the caller may reuse them after Push.
+func (a *Assembler) Push(now int64, f *codec.Fragment) (Outcome, *Frame) {
+	now = a.clock(now)
+	a.expire(now)
+	o, fr := a.push(now, f)
+	a.counts[o]++
+	return o, fr
+}
+
+func (a *Assembler) clock(now int64) int64 {
+	if a.haveTime && now < a.lastNow {
+		return a.lastNow
+	}
+	a.lastNow, a.haveTime = now, true
+	return now
+}
+
+func (a *Assembler) push(now int64, f *codec.Fragment) (Outcome, *Frame) {
+	h := &f.Header
+	n := int(h.MemberCount)
+	if n == 0 || h.Count == 0 || h.Index >= h.Count || len(f.Raw) != n*codec.MemberSize ||
+		uint64(h.FirstMember)+uint64(n) > uint64(h.TotalMembers) {
+		return RejectMalformed, nil
+	}
+	id := frameID{sender: h.Sender, key: h.Key}
+	sid := streamID{sender: h.Sender, stream: h.Key.Stream()}
+	if s, ok := a.streams[sid]; ok && !island.SeqNewer(h.Key.Seq, s.lastSeq) {
+		return RejectStale, nil
+	}
+	p := a.frames[id]
+	if p == nil {
+		if uint64(h.TotalMembers) > uint64(a.cfg.MaxMembers) || int(h.Count) > a.cfg.MaxFragments {
+			return RejectTooLarge, nil
+		}
+		if uint32(h.Count) > h.TotalMembers {
+			return RejectOverCount, nil
+		}
+		fixed := FrameOverhead + FragmentOverhead*int(h.Count)
+		if fixed+MemberCharge*int(h.TotalMembers) > a.cfg.MaxPendingBytes {
+			return RejectTooLarge, nil
+		}
+		p = a.admit(now, id, h, fixed)
+	}
+	if p.poisoned {
+		return RejectPoisoned, nil
+	}
+	if !sameFrameHeader(&p.hdr, h) {
+		return a.poison(p, RejectHeaderConflict), nil
+	}
+	if slot := p.frags[h.Index]; slot.n != 0 {
+		if slot.first == h.FirstMember && int(slot.n) == n &&
+			bytes.Equal(p.raw[int(slot.start)*codec.MemberSize:(int(slot.start)+n)*codec.MemberSize], f.Raw) {
+			return Duplicate, nil
+		}
+		return a.poison(p, RejectConflictingDuplicate), nil
+	}
+	if p.received+n > int(p.hdr.TotalMembers) {
+		return a.poison(p, RejectOverCount), nil
+	}
+	first := uint(h.FirstMember)
+	if p.covered.OnesBetween(first, first+uint(n)) != 0 {
+		return a.poison(p, RejectOverlap), nil
+	}
+	charge := MemberCharge * n
+	if !a.makeRoom(p, charge) {
+		// Unreachable while admission checks that the whole frame fits the
+		// byte cap; kept so a future change cannot overrun the cap.
+		return a.poison(p, RejectTooLarge), nil
+	}
+	p.covered.SetRange(first, first+uint(n))
+	p.frags[h.Index] = fragSlot{start: uint32(p.received), first: h.FirstMember, n: uint16(n)}
+	p.fragSeen++
+	p.received += n
+	p.raw = append(p.raw, f.Raw...)
+	p.bytes += charge
+	a.pendingBytes += charge
+	a.peak = max(a.peak, a.pendingBytes)
+
+	total := int(p.hdr.TotalMembers)
+	switch {
+	case p.received == total && p.fragSeen == int(p.hdr.Count):
+		return a.complete(p)
+	case p.received == total:
+		// Every member is covered yet fragments are outstanding: each of
+		// them would have to overlap, so the frame can never complete.
+		return a.poison(p, RejectOverCount), nil
+	case p.fragSeen == int(p.hdr.Count):
+		return a.poison(p, RejectCoverageGap), nil
+	}
+	return Buffered, nil
+}
+
+// sameFrameHeader compares the fields every fragment of a frame must share.
+// Sender and key are equal by construction (they select the frame).
+func sameFrameHeader(a, b *codec.FragmentHeader) bool {
+	return a.Time == b.Time && a.Segment == b.Segment && a.Flags == b.Flags &&
+		a.TotalMembers == b.TotalMembers && a.Count == b.Count && a.Digest == b.Digest
+}
+
+// admit creates a pending frame for the first fragment of id, evicting to
+// respect the per-island and global frame caps.
+func (a *Assembler) admit(now int64, id frameID, h *codec.FragmentHeader, fixed int) *pending {
+	iid := islandID{sender: id.sender, island: id.key.Island}
+	if isl := a.islands[iid]; isl != nil && len(isl.cands) >= a.cfg.MaxCandidatesPerIsland {
+		a.drop(isl.cands[0], EvictedIslandCap)
+	}
+	for len(a.frames) >= a.cfg.MaxPending {
+		a.drop(a.order.head, EvictedPendingCap)
+	}
+	isl := a.islands[iid]
+	if isl == nil {
+		isl = a.newIsland(iid)
+	}
+	p := a.newPending()
+	p.id = id
+	p.hdr = *h
+	p.created = now
+	p.isl = isl
+	p.bytes = fixed
+	if cap(p.frags) >= int(h.Count) {
+		p.frags = p.frags[:h.Count]
+		clear(p.frags)
+	} else {
+		p.frags = make([]fragSlot, h.Count)
+	}
+	isl.cands = append(isl.cands, p)
+	a.frames[id] = p
+	a.order.pushBack(p)
+	a.pendingBytes += fixed
+	// The fixed part may push us over the byte cap: evict older frames.
+	a.makeRoom(p, 0)
+	return p
+}
+
+// makeRoom evicts the oldest other frames until charge more bytes fit. It
+// reports false if even p alone cannot hold them.
+func (a *Assembler) makeRoom(p *pending, charge int) bool {
+	for a.pendingBytes+charge > a.cfg.MaxPendingBytes {
+		victim := a.order.head
+		if victim == p {
+			victim = p.link.next
+		}
+		if victim == nil {
+			return false
+		}
+		a.drop(victim, EvictedByteCap)
+	}
+	return true
+}
+
+// poison marks p rejected: its buffers are released and later fragments of
+// the same frame are refused until its TTL runs out.
+func (a *Assembler) poison(p *pending, why Outcome) Outcome {
+	p.poisoned = true
+	p.reason = why
+	a.pendingBytes -= p.bytes - FrameOverhead
+	p.bytes = FrameOverhead
+	p.releaseBuffers()
+	return why
+}
+
+// complete assembles p in frame order, verifies it and returns it.
+func (a *Assembler) complete(p *pending) (Outcome, *Frame) {
+	total := int(p.hdr.TotalMembers)
+	// The digest covers the frame-level header fields, then the members.
+	a.outRaw = codec.AppendDigestPrefix(a.outRaw[:0], &p.hdr)
+	a.outRaw = grow(a.outRaw, codec.DigestPrefixSize+total*codec.MemberSize)
+	body := a.outRaw[codec.DigestPrefixSize:]
+	for _, s := range p.frags {
+		start, first, n := int(s.start), int(s.first), int(s.n)
+		copy(body[first*codec.MemberSize:], p.raw[start*codec.MemberSize:(start+n)*codec.MemberSize])
+	}
+	if xxhash.Sum64(a.outRaw) != p.hdr.Digest {
+		return a.poison(p, RejectDigestMismatch), nil
+	}
+	if a.dedup.hasDuplicate(codec.Records(body)) {
+		return a.poison(p, RejectDuplicateMember), nil
+	}
+	a.out = Frame{
+		Sender: p.id.sender, Key: p.id.key, Time: p.hdr.Time, Segment: p.hdr.Segment, Flags: p.hdr.Flags,
+		Digest: p.hdr.Digest, Fragments: int(p.hdr.Count), Members: codec.Records(body),
+	}
+	a.completed(p)
+	a.drop(p, Completed)
+	return Completed, &a.out
+}
+
+// completed records p's sequence as its stream's newest and drops older
+// incomplete frames of that stream (R3.5).
+func (a *Assembler) completed(p *pending) {
+	sid := streamID{sender: p.id.sender, stream: p.id.key.Stream()}
+	s := a.streams[sid]
+	if s == nil {
+		if len(a.streams) >= a.cfg.MaxStreams {
+			a.forgetStream(a.streamOrder.head)
+		}
+		s = a.newStream(sid)
+	} else {
+		a.streamOrder.remove(s)
+	}
+	s.lastSeq = p.id.key.Seq
+	a.streamOrder.pushBack(s)
+	isl := p.isl
+	for i := 0; i < len(isl.cands); {
+		c := isl.cands[i]
+		if c != p && c.id.key.Stream() == sid.stream && !island.SeqNewer(c.id.key.Seq, s.lastSeq) {
+			a.drop(c, Superseded) // removes c from isl.cands
+			continue
+		}
+		i++
+	}
+}
+
+// drop removes p from every index and recycles it. why is counted unless it
+// is Completed (counted by Push) or a reject (counted when it happened).
+func (a *Assembler) drop(p *pending, why Outcome) {
+	if why.IsDrop() {
+		a.counts[why]++
+	}
+	delete(a.frames, p.id)
+	isl := p.isl
+	for i, c := range isl.cands {
+		if c == p {
+			isl.cands = append(isl.cands[:i], isl.cands[i+1:]...)
+			break
+		}
+	}
+	if len(isl.cands) == 0 {
+		delete(a.islands, isl.id)
+		if len(a.freeIslands) < maxFree {
+			a.freeIslands = append(a.freeIslands, isl)
+		}
+	}
+	a.order.remove(p)
+	a.pendingBytes -= p.bytes
+	p.isl = nil
+	if len(a.freeFrames) < maxFree {
+		p.releaseBuffers()
+		a.freeFrames = append(a.freeFrames, p)
+	}
+}
+
+// Expire drops every incomplete frame whose TTL has run out at now: a frame
+// first seen at t is held while now − t < TTL and dropped once now − t ≥ TTL.
+// Completed frames returned earlier become invalid.
+func (a *Assembler) Expire(now int64) {
+	a.expire(a.clock(now))
+}
+
+func (a *Assembler) expire(now int64) {
+	for a.order.head != nil && now-a.order.head.created >= a.cfg.TTL {
+		p := a.order.head
+		if p.poisoned {
+			// Its reject was already counted; the tombstone just ends.
+			a.drop(p, p.reason)
+			continue
+		}
+		a.drop(p, Expired)
+	}
+}
+
+// NextDeadline returns the caller time at which the oldest incomplete frame
+// expires, and false when nothing is pending. Call Expire (or Push) at or
+// after it.
+func (a *Assembler) NextDeadline() (int64, bool) {
+	if a.order.head == nil {
+		return 0, false
+	}
+	return a.order.head.created + a.cfg.TTL, true
+}
+
+// Stats is a snapshot of the assembler's counters and occupancy.
+type Stats struct {
+	Outcomes         [NumOutcomes]uint64 // per outcome; index with an Outcome
+	PendingFrames    int                 // incomplete and poisoned frames held
+	PendingBytes     int                 // accounted bytes held (see MemberCharge)
+	PeakPendingBytes int                 // highest PendingBytes ever reached
+	Streams          int                 // streams whose last sequence is remembered
+	StreamsForgotten uint64              // streams evicted from memory by MaxStreams
+}
+
+// Count returns the counter of one outcome.
+func (s Stats) Count(o Outcome) uint64 { return s.Outcomes[o] }
+
+// Stats returns the current counters.
+func (a *Assembler) Stats() Stats {
+	return Stats{
+		Outcomes: a.counts, PendingFrames: len(a.frames), PendingBytes: a.pendingBytes,
+		PeakPendingBytes: a.peak, Streams: len(a.streams), StreamsForgotten: a.forgot,
+	}
+}

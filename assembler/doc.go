@@ -1,0 +1,88 @@
+// Package assembler turns decoded fragments, arriving in any order with loss,
+// duplication, staleness and forgery, into whole frames identical to what the
+// sender encoded — or into nothing. It never emits half a frame.
+//
+// # What it guarantees
+//
+//   - A frame is emitted only when every fragment index 0…Count−1 arrived,
+//     their member ranges tile 0…Total−1 exactly (bitset coverage, no
+//     overlap, no gap), the member identities are distinct and the xxhash64
+//     digest in the header matches the frame-level header fields plus the
+//     members in frame order. The emitted Frame holds those member records
+//     byte for byte (codec.Records).
+//   - Fragments are grouped by (Sender, Key): the same key from two senders
+//     is two frames and is never mixed.
+//   - An identical duplicate fragment is accepted idempotently (outcome
+//     Duplicate; no bytes accounted twice). Any inconsistency — a different
+//     fragment under a held index, a header field that disagrees, overlapping
+//     ranges, more members than the total, every fragment present with members
+//     missing, a duplicate identity, a digest mismatch — rejects the whole
+//     frame, which stays poisoned (later fragments: RejectPoisoned) until its
+//     TTL ends. On any failure the caller gets nothing.
+//   - Staleness follows serial-number order per (Sender, Stream): a frame not
+//     newer than the stream's last completed frame is rejected (RejectStale),
+//     so a completed frame never completes twice. When a frame completes,
+//     older incomplete frames of its stream are dropped (Superseded).
+//   - Every push returns an Outcome and bumps its counter in Stats; frames
+//     dropped by expiry, supersession or a cap are counted too.
+//
+// # Caps, defaults and eviction
+//
+//	TTL                     250 ms  incomplete frames older than this are dropped (Expired)
+//	MaxCandidatesPerIsland  4       incomplete frames per (sender, island)
+//	MaxPending              1024    incomplete + poisoned frames overall
+//	MaxPendingBytes         8 MiB   accounted bytes overall
+//	MaxStreams              4096    remembered streams (least recently completed forgotten)
+//	MaxMembers, MaxFragments        codec defaults (4096, 512)
+//
+// Accounting charges FrameOverhead per frame, FragmentOverhead per declared
+// fragment and MemberCharge per received member; a frame whose full size
+// could not fit MaxPendingBytes is refused at its first fragment
+// (RejectTooLarge). Memory is charged for bytes actually received, not for
+// the total a peer claims. Eviction is deterministic: when a new frame would
+// exceed its (sender, island) cap, that island's oldest candidate goes
+// (EvictedIslandCap); when the global frame cap is reached, the oldest frame
+// overall goes (EvictedPendingCap); when bytes would exceed the byte cap, the
+// oldest other frames go until they fit (EvictedByteCap). "Oldest" is the
+// order of first fragments. When everything has completed or expired,
+// PendingBytes is exactly zero.
+//
+// # Time
+//
+// The assembler reads no clock. Every Push and Expire takes now, an integer
+// count of microseconds on the caller's monotonic clock (an earlier now than
+// one already seen is treated as the latest). A frame first seen at t is held
+// while now − t < TTL and dropped once now − t ≥ TTL. NextDeadline tells the
+// caller when to call Expire next.
+//
+// # Usage
+//
+// One assembler per receive loop; it is not safe for concurrent use:
+//
+//	dec, _ := codec.NewDecoder(codec.Config{})
+//	asm, _ := assembler.New(assembler.Config{})
+//	for {
+//		n, _ := conn.Read(buf)
+//		now := time.Since(start).Microseconds()
+//		frags, err := dec.Decode(buf[:n])
+//		if err != nil { continue } // counted by the caller
+//		for i := range frags {
+//			if o, f := asm.Push(now, &frags[i]); o == assembler.Completed {
+//				validate(f) // f is valid until the next Push or Expire
+//			}
+//		}
+//		if d, ok := asm.NextDeadline(); ok && now >= d { asm.Expire(now) }
+//	}
+//
+// # Limits
+//
+// Fragments must come from codec.Decoder or codec.ParseFragment: Push
+// re-checks their structure (index, counts, ranges, sizes) but not float
+// finiteness, which the decoder guarantees; Frame.Decode reports a
+// non-finite member of a hand-built fragment. The assembler authenticates
+// nothing: a peer that can forge fragments for a live frame can poison that
+// frame (counted), but cannot make a forged frame complete under a key whose
+// digest it did not compute, nor grow memory past the caps. Deciding whether
+// a completed frame is current and from the island's owner is the validator's
+// job.
+package assembler

@@ -1,0 +1,105 @@
+package assembler
+
+// Outcome is what happened to one pushed fragment, or to one pending frame
+// that the assembler dropped. Every outcome has a counter in Stats.
+type Outcome uint8
+
+const (
+	// Buffered: the fragment was stored; its frame is still incomplete.
+	Buffered Outcome = iota
+	// Completed: the fragment completed its frame, which is returned whole.
+	Completed
+	// Duplicate: an identical copy of a fragment already held. Accepted
+	// idempotently: nothing changes, no bytes are accounted twice.
+	Duplicate
+
+	// RejectMalformed: the fragment contradicts itself (index ≥ count, member
+	// range past the total, member slices not matching the count). The
+	// codec's decoder never produces one; hand-built fragments can.
+	RejectMalformed
+	// RejectTooLarge: the frame claims more members or fragments than the
+	// configured caps, or needs more bytes than the whole byte cap.
+	RejectTooLarge
+	// RejectStale: the frame is not newer than the last completed frame of
+	// its stream (serial-number order), e.g. a replay or a late fragment.
+	RejectStale
+	// RejectPoisoned: a fragment of a frame that was already rejected.
+	RejectPoisoned
+	// RejectConflictingDuplicate: same fragment index as one held, but
+	// different content. Rejects the whole frame.
+	RejectConflictingDuplicate
+	// RejectHeaderConflict: time, segment, flags, total members, fragment
+	// count or digest differ from the frame's other fragments. Rejects the
+	// whole frame.
+	RejectHeaderConflict
+	// RejectOverlap: the fragment's member range overlaps members already
+	// covered by another fragment. Rejects the whole frame.
+	RejectOverlap
+	// RejectOverCount: more members than the frame's total, or more
+	// fragments than members could fill. Rejects the whole frame.
+	RejectOverCount
+	// RejectCoverageGap: every fragment arrived but some members are not
+	// covered. Rejects the whole frame.
+	RejectCoverageGap
+	// RejectDuplicateMember: the assembled frame holds one member identity
+	// twice. Rejects the whole frame.
+	RejectDuplicateMember
+	// RejectDigestMismatch: the assembled members do not hash to the digest
+	// in the header. Rejects the whole frame.
+	RejectDigestMismatch
+
+	// Expired: an incomplete frame outlived its TTL and was dropped.
+	Expired
+	// Superseded: an incomplete frame was dropped because a newer frame of
+	// the same stream completed (R3.5).
+	Superseded
+	// EvictedIslandCap: an incomplete frame was dropped to admit a newer
+	// candidate of the same sender and island.
+	EvictedIslandCap
+	// EvictedPendingCap: an incomplete frame was dropped because the global
+	// pending-frame cap was reached.
+	EvictedPendingCap
+	// EvictedByteCap: an incomplete frame was dropped because the global
+	// pending-byte cap was reached.
+	EvictedByteCap
+
+	// NumOutcomes is the number of outcomes.
+	NumOutcomes
+)
+
+var outcomeNames = [NumOutcomes]string{
+	Buffered:                   "buffered",
+	Completed:                  "completed",
+	Duplicate:                  "duplicate",
+	RejectMalformed:            "malformed",
+	RejectTooLarge:             "too-large",
+	RejectStale:                "stale",
+	RejectPoisoned:             "poisoned",
+	RejectConflictingDuplicate: "conflicting-duplicate",
+	RejectHeaderConflict:       "header-conflict",
+	RejectOverlap:              "overlap",
+	RejectOverCount:            "over-count",
+	RejectCoverageGap:          "coverage-gap",
+	RejectDuplicateMember:      "duplicate-member",
+	RejectDigestMismatch:       "digest-mismatch",
+	Expired:                    "expired",
+	Superseded:                 "superseded",
+	EvictedIslandCap:           "evicted-island-cap",
+	EvictedPendingCap:          "evicted-pending-cap",
+	EvictedByteCap:             "evicted-byte-cap",
+}
+
+// String returns the outcome's stable name (used in reports and JSON).
+func (o Outcome) String() string {
+	if o < NumOutcomes {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// IsReject reports whether o rejects the fragment's frame.
+func (o Outcome) IsReject() bool { return o >= RejectMalformed && o <= RejectDigestMismatch }
+
+// IsDrop reports whether o is a pending frame dropped without a fault of its
+// own fragments (expiry, supersession, a cap).
+func (o Outcome) IsDrop() bool { return o >= Expired && o < NumOutcomes }

@@ -1,0 +1,5 @@
+//go:build race
+
+package assembler
+
+const raceEnabled = true
