@@ -28,6 +28,12 @@ func (r Records) Member(i int) island.Member {
 	return m
 }
 
+// MemberFinite decodes record i into m and reports whether its floats are
+// all finite.
+func (r Records) MemberFinite(i int, m *island.Member) bool {
+	return parseMemberInto(m, r[i*MemberSize:(i+1)*MemberSize])
+}
+
 // Decode decodes every record into dst, which must have length r.Len(), and
 // reports false if any float is NaN or ±Inf (dst is then partly written).
 func (r Records) Decode(dst []island.Member) bool {

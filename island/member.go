@@ -39,12 +39,13 @@ type State struct {
 
 // Finite reports whether every field of s is a finite number.
 func (s State) Finite() bool {
-	for _, v := range [...]float64{s.X, s.Y, s.Angle, s.VX, s.VY, s.AngVel} {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return true
+	return nonFinite(s.X)|nonFinite(s.Y)|nonFinite(s.Angle)|nonFinite(s.VX)|nonFinite(s.VY)|nonFinite(s.AngVel) == 0
+}
+
+// nonFinite returns 1 for NaN and ±Inf, else 0, without branching: adding
+// one to an all-ones exponent field carries into the sign bit.
+func nonFinite(v float64) uint64 {
+	return ((math.Float64bits(v) & 0x7FF0000000000000) + 1<<52) >> 63
 }
 
 // Validate returns an error wrapping [ErrNonFinite] if any field is NaN or ±Inf.

@@ -1,0 +1,57 @@
+// Package store holds validated island frames and turns them into what an
+// engine shows: every island moved on one time base, one frame pair at a
+// time, never half a frame.
+//
+// # What it owns
+//
+//   - Store: per island a bounded history (default 8) of
+//     validator.Validated frames. Commit is compare-and-commit: if the
+//     island's lease, topology or config changed since validation, the whole
+//     frame is discarded (CommitVersionChanged). A frame under a new version
+//     replaces the history wholesale.
+//   - Clock: one playout clock per observer (seed 001): states Waiting,
+//     Playing, Frozen; adaptive delay D from the 95th percentile G of the last
+//     64 advancing arrival intervals, Dtarget = clamp(G + T, 2T, max(2T,
+//     250 ms)), D moving at most 10 ms per second; target = min(serverEstimate
+//     − D, latest − T); rate = clamp(1 + 2·(target − r), 0.95, 1.05); r never
+//     moves backwards and stops at latest + E (Frozen); resume at the same r
+//     once latest − r ≥ max(2T, 100 ms) and two samples cover r; after R =
+//     500 ms frozen, a lost left sample or a backlog |target − r| > R,
+//     re-anchor at clamp(target, max(earliest, rOld), secondLatest) only when
+//     secondLatest ≥ rOld, bumping the playback generation; a new server epoch
+//     starts a new timeline.
+//   - Evaluate: an island at r uses one frame pair and one alpha
+//     (Interpolate), or one projection time capped at ExtrapolationCap
+//     (Extrapolate), or holds whole (Stale, HoldOldest). Bracketing frames in
+//     different continuity segments give the right frame's state
+//     (SegmentCut), never an interpolation across the cut. Angles take the
+//     shortest arc. The View reports poses, handles, sample time, mode,
+//     segment and whether the poses are valid at r.
+//   - Recovery smoothing: leaving Extrapolate or Stale for Interpolate, each
+//     member's offset between the pose last shown and the new pose decays
+//     linearly over SmoothDuration, starting and ending at the same moment for
+//     the whole island. Initial/Releasing frames, segment cuts and offsets
+//     above SnapDistance apply at once, for every member.
+//
+// # Time
+//
+// Authority times (frame times, r) are island.Time microseconds. Local times
+// (now) are microseconds of the caller's monotonic clock. Nothing here reads
+// a clock.
+//
+// # Usage
+//
+//	clock.Observe(now, vf.Key().Epoch, vf.Time()) // after a successful Commit
+//	clock.Advance(now)                            // once per render tick
+//	if r, ok := clock.R(); ok {
+//		v := st.Evaluate(islandID, r, now, clock.Generation())
+//		for i, h := range v.Handles { engine.SetPose(h, v.Poses[i]) } // one read-out per island
+//	}
+//
+// # Limits
+//
+// One frame history per island and one manifest order per history: every
+// frame in a history has the same members in the same order. Validate,
+// Commit and Evaluate allocate nothing in steady state. Neither Store nor
+// Clock is safe for concurrent use.
+package store

@@ -1,0 +1,241 @@
+package store
+
+import (
+	"math"
+
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/validator"
+)
+
+// Authority tells the store an island's current version; *validator.Validator
+// implements it.
+type Authority interface {
+	Stamp(islandID uint32) (validator.Stamp, bool)
+}
+
+// Config sets the store's bounds and playout constants. Times are
+// microseconds; zero fields mean the documented defaults.
+type Config struct {
+	// History is how many validated frames are kept per island. Zero means 8.
+	History int
+	// MaxIslands caps islands with a history. Zero means 4096; a commit for
+	// a new island beyond it is refused (CommitNoRoom).
+	MaxIslands int
+	// ExtrapolationCap is how far past its newest frame an island may be
+	// extrapolated before it is held and reported stale. Zero means 100 ms.
+	ExtrapolationCap int64
+	// SmoothDuration is how long a recovery offset takes to decay to zero.
+	// Zero means 100 ms.
+	SmoothDuration int64
+	// SnapDistance: a recovery whose largest member offset exceeds this many
+	// metres is a discontinuity and applies at once. Zero means 1 m.
+	SnapDistance float64
+}
+
+func (c Config) withDefaults() Config {
+	if c.History <= 0 {
+		c.History = 8
+	}
+	if c.MaxIslands <= 0 {
+		c.MaxIslands = 4096
+	}
+	if c.ExtrapolationCap <= 0 {
+		c.ExtrapolationCap = 100_000
+	}
+	if c.SmoothDuration <= 0 {
+		c.SmoothDuration = 100_000
+	}
+	if c.SnapDistance <= 0 {
+		c.SnapDistance = 1
+	}
+	return c
+}
+
+// CommitResult says what Commit did with a validated frame.
+type CommitResult uint8
+
+const (
+	// Committed: the frame joined the island's history.
+	Committed CommitResult = iota
+	// CommitVersionChanged: lease, topology or config changed between
+	// validation and commit; the whole frame was discarded (R4.4).
+	CommitVersionChanged
+	// CommitDuplicate: a frame with the same authority time is already held.
+	CommitDuplicate
+	// CommitTooOld: the history is full and the frame is older than all of it.
+	CommitTooOld
+	// CommitNoRoom: the island cap is reached.
+	CommitNoRoom
+
+	numCommitResults
+)
+
+func (r CommitResult) String() string {
+	return [...]string{"committed", "version-changed", "duplicate", "too-old", "no-room", "unknown"}[min(r, numCommitResults)]
+}
+
+// history is one island's validated frames, ascending by time, all under
+// one Stamp.
+type history struct {
+	stamp  validator.Stamp
+	frames []*validator.Validated
+	spare  []*validator.Validated
+	// playout state
+	mode       Mode
+	shown      []island.State // last poses handed out
+	offsets    []island.State // recovery offsets (x, y, angle used)
+	smoothFrom int64          // local time the decay started
+	smoothing  bool
+	extrap     int64 // accumulated µs in Extrapolate
+	stale      int64 // accumulated µs in Stale (whole-island freeze)
+	lastEval   int64
+	evaluated  bool
+	leaseAt    int64 // local time of the last lease change, for hand-off latency
+	leaseSeen  bool
+}
+
+// Store holds, per island, a bounded history of validated frames and turns
+// it into whole-island poses at the playout time. It is not safe for
+// concurrent use.
+type Store struct {
+	cfg     Config
+	auth    Authority
+	islands map[uint32]*history
+	view    View
+	stats   Stats
+}
+
+// New returns a store that re-checks versions with auth at commit time.
+func New(cfg Config, auth Authority) *Store {
+	return &Store{cfg: cfg.withDefaults(), auth: auth, islands: make(map[uint32]*history)}
+}
+
+// LeaseChanged tells the store that the island's authority changed at local
+// time now; the delay until its first committed frame under the new stamp is
+// reported as hand-off latency.
+func (s *Store) LeaseChanged(islandID uint32, now int64) {
+	if h := s.islands[islandID]; h != nil {
+		h.leaseAt, h.leaseSeen = now, true
+	}
+}
+
+// Commit stores a copy of vf if the island's current version still equals
+// the one vf was validated against (compare-and-commit). A frame under a new
+// version replaces the island's whole history.
+func (s *Store) Commit(now int64, vf *validator.Validated) CommitResult {
+	r := s.commit(now, vf)
+	s.stats.Commits[r]++
+	return r
+}
+
+func (s *Store) commit(now int64, vf *validator.Validated) CommitResult {
+	st := vf.Stamp()
+	cur, ok := s.auth.Stamp(st.Island)
+	if !ok || cur != st {
+		return CommitVersionChanged
+	}
+	h := s.islands[st.Island]
+	if h == nil {
+		if len(s.islands) >= s.cfg.MaxIslands {
+			return CommitNoRoom
+		}
+		h = &history{stamp: st}
+		s.islands[st.Island] = h
+	}
+	if h.stamp != st {
+		if h.stamp.Epoch != st.Epoch && h.leaseSeen {
+			lat := now - h.leaseAt
+			s.stats.HandoffLatencyLast = lat
+			s.stats.HandoffLatencyMax = max(s.stats.HandoffLatencyMax, lat)
+			h.leaseSeen = false
+		}
+		h.invalidate()
+		h.stamp = st
+		s.stats.Invalidations++
+	}
+	t := vf.Time()
+	i := len(h.frames)
+	for i > 0 && h.frames[i-1].Time() > t {
+		i--
+	}
+	if i > 0 && h.frames[i-1].Time() == t {
+		return CommitDuplicate
+	}
+	if len(h.frames) == s.cfg.History {
+		if i == 0 {
+			return CommitTooOld
+		}
+		old := h.frames[0]
+		copy(h.frames, h.frames[1:i])
+		h.frames[i-1] = h.take(vf)
+		h.spare = append(h.spare, old)
+		return Committed
+	}
+	h.frames = append(h.frames, nil)
+	copy(h.frames[i+1:], h.frames[i:])
+	h.frames[i] = h.take(vf)
+	return Committed
+}
+
+// take copies vf into a recycled frame.
+func (h *history) take(vf *validator.Validated) *validator.Validated {
+	var f *validator.Validated
+	if n := len(h.spare); n > 0 {
+		f = h.spare[n-1]
+		h.spare = h.spare[:n-1]
+	} else {
+		f = &validator.Validated{}
+	}
+	f.CopyFrom(vf)
+	return f
+}
+
+// invalidate drops every frame: they belong to an older version.
+func (h *history) invalidate() {
+	h.spare = append(h.spare, h.frames...)
+	h.frames = h.frames[:0]
+	h.mode = Empty
+	h.smoothing = false
+	h.evaluated = false
+}
+
+// Forget removes an island and its history.
+func (s *Store) Forget(islandID uint32) { delete(s.islands, islandID) }
+
+// Frames returns how many frames the island's history holds.
+func (s *Store) Frames(islandID uint32) int {
+	if h := s.islands[islandID]; h != nil {
+		return len(h.frames)
+	}
+	return 0
+}
+
+// Stats are the store's diagnostics (R7).
+type Stats struct {
+	Commits            [numCommitResults]uint64 // per CommitResult
+	Invalidations      uint64                   // histories dropped wholesale on a version change
+	Recoveries         uint64                   // smoothed recoveries from extrapolation or freeze
+	Snaps              uint64                   // recoveries applied at once (flags, cut, distance)
+	CorrectionLast     float64                  // largest member offset of the last recovery, metres
+	CorrectionMax      float64                  // largest recovery offset ever, metres
+	ExtrapolationTime  int64                    // µs of island-time spent extrapolating, summed over islands
+	FreezeTime         int64                    // µs of island-time held stale (whole island frozen)
+	HandoffLatencyLast int64                    // µs from LeaseChanged to the first frame under the new epoch
+	HandoffLatencyMax  int64
+	BufferedFrames     int // frames held over all islands
+}
+
+// Count returns one commit result's counter.
+func (s Stats) Count(r CommitResult) uint64 { return s.Commits[r] }
+
+// Stats returns the store's diagnostics.
+func (s *Store) Stats() Stats {
+	st := s.stats
+	st.BufferedFrames = 0
+	for _, h := range s.islands {
+		st.BufferedFrames += len(h.frames)
+	}
+	return st
+}
+
+func hypot(x, y float64) float64 { return math.Sqrt(x*x + y*y) }

@@ -1,0 +1,78 @@
+package validator
+
+import (
+	"github.com/islandsync/islandsync/island"
+)
+
+// Stamp is the authority and topology version a frame was validated
+// against. The store commits a frame only if the island's current Stamp is
+// still equal (compare-and-commit, R4.4). It is comparable.
+type Stamp struct {
+	Island   uint32
+	Epoch    uint32          // lease epoch
+	Owner    island.SenderID // lease owner
+	Topology uint32          // manifest topology generation
+	Config   uint32          // manifest config revision
+	Manifest uint64          // manifest digest
+}
+
+// Validated is an immutable ValidatedIslandFrame: a frame whose sender,
+// epoch, topology, config and member set matched the current lease and
+// manifest, with every member resolved to a live local handle, listed in
+// manifest order. It exposes no way to change it; Clone or CopyFrom give an
+// independent copy.
+type Validated struct {
+	stamp   Stamp
+	key     island.Key
+	time    island.Time
+	segment uint32
+	flags   island.Flags
+	handles []Handle
+	ids     []island.MemberID
+	states  []island.State
+}
+
+// ValidatedIslandFrame is the name the design notes use for Validated.
+type ValidatedIslandFrame = Validated
+
+// Stamp returns the version the frame was validated against.
+func (v *Validated) Stamp() Stamp { return v.stamp }
+
+// Key returns the frame's composite key.
+func (v *Validated) Key() island.Key { return v.key }
+
+// Time returns the authority time of the frame, microseconds.
+func (v *Validated) Time() island.Time { return v.time }
+
+// Segment returns the continuity segment.
+func (v *Validated) Segment() uint32 { return v.segment }
+
+// Flags returns the boundary flags.
+func (v *Validated) Flags() island.Flags { return v.flags }
+
+// Len returns the number of members.
+func (v *Validated) Len() int { return len(v.states) }
+
+// Handle returns member i's local handle (manifest order).
+func (v *Validated) Handle(i int) Handle { return v.handles[i] }
+
+// ID returns member i's stable identity (manifest order).
+func (v *Validated) ID(i int) island.MemberID { return v.ids[i] }
+
+// State returns member i's sampled state (manifest order).
+func (v *Validated) State(i int) island.State { return v.states[i] }
+
+// CopyFrom makes v an independent copy of src, reusing v's storage.
+func (v *Validated) CopyFrom(src *Validated) {
+	v.stamp, v.key, v.time, v.segment, v.flags = src.stamp, src.key, src.time, src.segment, src.flags
+	v.handles = append(v.handles[:0], src.handles...)
+	v.ids = append(v.ids[:0], src.ids...)
+	v.states = append(v.states[:0], src.states...)
+}
+
+// Clone returns an independent copy of v.
+func (v *Validated) Clone() *Validated {
+	c := &Validated{}
+	c.CopyFrom(v)
+	return c
+}

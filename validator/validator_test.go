@@ -1,0 +1,257 @@
+package validator
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/islandsync/islandsync/assembler"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+)
+
+// wireFrame builds an assembled frame (members in wire form) from a frame.
+func wireFrame(f island.Frame) *assembler.Frame {
+	var raw []byte
+	for i := range f.Members {
+		raw = codec.AppendMember(raw, &f.Members[i])
+	}
+	return &assembler.Frame{Sender: f.Sender, Key: f.Key, Time: f.Time, Segment: f.Segment, Flags: f.Flags, Members: raw}
+}
+
+type fixture struct {
+	v     *Validator
+	man   island.Manifest
+	frame island.Frame
+}
+
+// newFixture: island 7 owned by sender 3 at epoch 2, topology 5, config 1,
+// n members 100.g0 … announced.
+func newFixture(t testing.TB, n int) *fixture {
+	reg := NewRegistry(0, 0)
+	v := New(reg)
+	man := island.Manifest{Island: 7, Topology: 5, Config: 1}
+	f := island.Frame{Sender: 3, Key: island.Key{Island: 7, Epoch: 2, Topology: 5, Config: 1, Seq: 9}, Time: 1_000_000}
+	for i := 0; i < n; i++ {
+		id := island.MemberID{Stable: 100 + uint64(i)}
+		man.Members = append(man.Members, id)
+		if _, err := reg.Announce(id); err != nil {
+			t.Fatal(err)
+		}
+		f.Members = append(f.Members, island.Member{ID: id, State: island.State{X: float64(i), Angle: 0.5}})
+	}
+	v.SetLease(island.Lease{Island: 7, Epoch: 2, Owner: 3})
+	if err := v.SetManifest(man); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{v: v, man: man, frame: f}
+}
+
+func TestValidateReasons(t *testing.T) {
+	mod := func(f func(fx *fixture, fr *island.Frame)) func(*fixture) *assembler.Frame {
+		return func(fx *fixture) *assembler.Frame {
+			fr := fx.frame
+			fr.Members = append([]island.Member(nil), fx.frame.Members...)
+			f(fx, &fr)
+			return wireFrame(fr)
+		}
+	}
+	cases := []struct {
+		name string
+		make func(*fixture) *assembler.Frame
+		want Reason
+	}{
+		{"ok", mod(func(*fixture, *island.Frame) {}), OK},
+		{"ok out of manifest order", mod(func(_ *fixture, f *island.Frame) { f.Members[0], f.Members[3] = f.Members[3], f.Members[0] }), OK},
+		{"no lease", mod(func(_ *fixture, f *island.Frame) { f.Key.Island = 8 }), NoLease},
+		{"stale epoch", mod(func(_ *fixture, f *island.Frame) { f.Key.Epoch = 1 }), StaleEpoch},
+		{"future epoch", mod(func(_ *fixture, f *island.Frame) { f.Key.Epoch = 3 }), FutureEpoch},
+		{"wrong sender", mod(func(_ *fixture, f *island.Frame) { f.Sender = 4 }), WrongSender},
+		{"no manifest", func(fx *fixture) *assembler.Frame {
+			fx.v.SetLease(island.Lease{Island: 8, Epoch: 2, Owner: 3})
+			fr := fx.frame
+			fr.Key.Island = 8
+			return wireFrame(fr)
+		}, NoManifest},
+		{"stale topology", mod(func(_ *fixture, f *island.Frame) { f.Key.Topology = 4 }), StaleTopology},
+		{"future topology", mod(func(_ *fixture, f *island.Frame) { f.Key.Topology = 6 }), FutureTopology},
+		{"stale config", mod(func(_ *fixture, f *island.Frame) { f.Key.Config = 0 }), StaleConfig},
+		{"future config", mod(func(_ *fixture, f *island.Frame) { f.Key.Config = 2 }), FutureConfig},
+		{"missing member", mod(func(_ *fixture, f *island.Frame) { f.Members = f.Members[:len(f.Members)-1] }), MemberCountMismatch},
+		{"extra member", mod(func(_ *fixture, f *island.Frame) { f.Members = append(f.Members, f.Members[0]) }), MemberCountMismatch},
+		{"unexpected member", mod(func(_ *fixture, f *island.Frame) { f.Members[2].ID.Stable = 999 }), UnexpectedMember},
+		{"duplicate member", mod(func(_ *fixture, f *island.Frame) { f.Members[2].ID = f.Members[1].ID }), DuplicateMember},
+		{"unknown identity", func(fx *fixture) *assembler.Frame {
+			m := fx.man
+			m.Members = append([]island.MemberID(nil), m.Members...)
+			m.Members[4] = island.MemberID{Stable: 555}
+			_ = fx.v.SetManifest(m)
+			fr := fx.frame
+			fr.Members = append([]island.Member(nil), fx.frame.Members...)
+			fr.Members[4].ID = island.MemberID{Stable: 555}
+			return wireFrame(fr)
+		}, UnknownIdentity},
+		{"tombstoned", func(fx *fixture) *assembler.Frame {
+			fx.v.Registry().Destroy(fx.man.Members[5])
+			return wireFrame(fx.frame)
+		}, Tombstoned},
+		{"non-finite", mod(func(_ *fixture, f *island.Frame) { f.Members[6].State.VY = math.Inf(1) }), NonFinite},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fx := newFixture(t, 8)
+			r, vf := fx.v.Validate(c.make(fx))
+			if r != c.want {
+				t.Fatalf("reason %v, want %v", r, c.want)
+			}
+			if (vf != nil) != (r == OK) {
+				t.Fatalf("frame returned with %v", r)
+			}
+			if fx.v.Stats().Count(r) != 1 {
+				t.Fatalf("counter %v = %d", r, fx.v.Stats().Count(r))
+			}
+			if vf == nil {
+				return
+			}
+			// Manifest order, every member resolved once to a live handle.
+			seen := map[Handle]bool{}
+			for i := 0; i < vf.Len(); i++ {
+				if vf.ID(i) != fx.man.Members[i] {
+					t.Fatalf("member %d is %v, manifest says %v", i, vf.ID(i), fx.man.Members[i])
+				}
+				h := vf.Handle(i)
+				if !fx.v.Registry().Valid(h) || seen[h] {
+					t.Fatalf("member %d handle %v", i, h)
+				}
+				seen[h] = true
+				if vf.State(i).X != float64(i) {
+					t.Fatalf("member %d state %v", i, vf.State(i))
+				}
+			}
+			if st, _ := fx.v.Stamp(7); vf.Stamp() != st {
+				t.Fatal("stamp differs from the current one")
+			}
+		})
+	}
+	for r := Reason(0); r < NumReasons; r++ {
+		if r.String() == "" || r.String() == "unknown" {
+			t.Errorf("reason %d unnamed", r)
+		}
+	}
+}
+
+func TestRegistryGenerations(t *testing.T) {
+	reg := NewRegistry(4, 0)
+	a0 := island.MemberID{Stable: 1, Generation: 0}
+	h0, err := reg.Announce(a0)
+	if err != nil || h0.Gen == 0 {
+		t.Fatal(h0, err)
+	}
+	if h, _ := reg.Announce(a0); h != h0 {
+		t.Fatal("re-announcing the live generation must be idempotent")
+	}
+	// A new generation replaces the old one in a fresh slot generation:
+	// the old handle goes stale and never resolves again.
+	a1 := island.MemberID{Stable: 1, Generation: 1}
+	h1, err := reg.Announce(a1)
+	if err != nil || h1 == h0 || reg.Valid(h0) || !reg.Valid(h1) {
+		t.Fatalf("new generation: %v %v valid(old)=%v", h1, err, reg.Valid(h0))
+	}
+	if _, err := reg.Resolve(a0); !errors.Is(err, ErrTombstoned) {
+		t.Fatalf("old generation resolves: %v", err)
+	}
+	if _, err := reg.Announce(a0); !errors.Is(err, ErrTombstoned) {
+		t.Fatalf("late announcement of a destroyed generation revived it: %v", err)
+	}
+	// Destroy leaves a tombstone; the slot is reused with a bumped generation.
+	reg.Destroy(a1)
+	if reg.Valid(h1) {
+		t.Fatal("destroyed handle still valid")
+	}
+	if _, err := reg.Resolve(a1); !errors.Is(err, ErrTombstoned) {
+		t.Fatal(err)
+	}
+	b := island.MemberID{Stable: 2}
+	hb, _ := reg.Announce(b)
+	if hb.Slot == h1.Slot && hb.Gen == h1.Gen {
+		t.Fatal("reused slot kept its generation")
+	}
+	if id, ok := reg.Identity(hb); !ok || id != b {
+		t.Fatal("identity of handle")
+	}
+	if _, err := reg.Resolve(island.MemberID{Stable: 3}); !errors.Is(err, ErrUnknown) {
+		t.Fatal("unannounced identity resolved")
+	}
+	// A newer generation that was not announced is unknown, not the old one.
+	if _, err := reg.Resolve(island.MemberID{Stable: 2, Generation: 1}); !errors.Is(err, ErrUnknown) {
+		t.Fatal(err)
+	}
+	for i := uint64(10); i < 13; i++ {
+		_, _ = reg.Announce(island.MemberID{Stable: i})
+	}
+	if _, err := reg.Announce(island.MemberID{Stable: 99}); !errors.Is(err, ErrRegistryFull) {
+		t.Fatalf("cap: %v", err)
+	}
+	if (Handle{}).Gen != 0 || reg.Valid(Handle{}) {
+		t.Fatal("zero handle valid")
+	}
+}
+
+// TestNewGenerationNeverInherits: after a member is destroyed and its id
+// reused with a new generation, frames naming the old generation are refused
+// and the new generation resolves to a different handle.
+func TestNewGenerationNeverInherits(t *testing.T) {
+	fx := newFixture(t, 4)
+	r, vf := fx.v.Validate(wireFrame(fx.frame))
+	if r != OK {
+		t.Fatal(r)
+	}
+	oldHandle := vf.Handle(2)
+	old := fx.man.Members[2]
+	renewed := island.MemberID{Stable: old.Stable, Generation: old.Generation + 1}
+	if _, err := fx.v.Registry().Announce(renewed); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := fx.v.Validate(wireFrame(fx.frame)); r != Tombstoned {
+		t.Fatalf("frame with the old generation: %v", r)
+	}
+	m := fx.man
+	m.Topology++
+	m.Members = append([]island.MemberID(nil), m.Members...)
+	m.Members[2] = renewed
+	_ = fx.v.SetManifest(m)
+	f := fx.frame
+	f.Key.Topology = m.Topology
+	f.Members = append([]island.Member(nil), fx.frame.Members...)
+	f.Members[2].ID = renewed
+	r, vf = fx.v.Validate(wireFrame(f))
+	if r != OK || vf.Handle(2) == oldHandle || fx.v.Registry().Valid(oldHandle) {
+		t.Fatalf("%v: new %v old %v", r, vf.Handle(2), oldHandle)
+	}
+}
+
+// TestValidatedIsAllOrNothing: a bad last member yields no frame, and the
+// previous validated frame's copy is unaffected.
+func TestValidatedIsAllOrNothing(t *testing.T) {
+	fx := newFixture(t, 50)
+	_, vf := fx.v.Validate(wireFrame(fx.frame))
+	kept := vf.Clone()
+	bad := fx.frame
+	bad.Members = append([]island.Member(nil), fx.frame.Members...)
+	bad.Members[49].ID.Stable = 12345
+	if r, out := fx.v.Validate(wireFrame(bad)); r != UnexpectedMember || out != nil {
+		t.Fatalf("%v %v", r, out != nil)
+	}
+	if kept.Len() != 50 || kept.ID(49) != fx.man.Members[49] {
+		t.Fatal("clone changed")
+	}
+}
+
+func TestValidateDoesNotAllocate(t *testing.T) {
+	fx := newFixture(t, 1000)
+	w := wireFrame(fx.frame)
+	fx.v.Validate(w)
+	if n := testing.AllocsPerRun(50, func() { fx.v.Validate(w) }); n != 0 {
+		t.Fatalf("Validate allocates %v", n)
+	}
+}
