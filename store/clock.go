@@ -312,12 +312,14 @@ type ClockStats struct {
 	WaitingTime int64  // total local µs spent Waiting
 	Reanchors   uint64 // timeouts, lost left samples and backlogs that forced a re-anchor
 	BufferFill  int64  // latest − r, µs: how much received future is buffered
+	SnapshotAge int64  // estimated server time − r at the last Advance, µs: how old what is shown is
 }
 
 // Stats returns the clock's diagnostics.
 func (c *Clock) Stats() ClockStats {
 	return ClockStats{State: c.state, R: c.r, Delay: c.delay, Generation: c.gen, FrozenTime: c.frozenTime,
-		WaitingTime: c.waitingTime, Reanchors: c.reanchors, BufferFill: c.latest - c.r}
+		WaitingTime: c.waitingTime, Reanchors: c.reanchors, BufferFill: c.latest - c.r,
+		SnapshotAge: c.ServerEstimate(c.lastNow) - c.r}
 }
 
 func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }

@@ -130,6 +130,10 @@ func TestClockMonotoneAndRateClamp(t *testing.T) {
 	if c.State() != Playing {
 		t.Fatalf("steady stream ends %v", c.State())
 	}
+	// With 30 ms latency and D = 100 ms the picture is about D old.
+	if age := c.Stats().SnapshotAge; age < 80*ms || age > 110*ms {
+		t.Fatalf("snapshot age %d", age)
+	}
 	// Steady 50 ms arrivals: G = 50 ms → Dtarget = G + T = 100 ms.
 	if d := c.DelayTarget(); d != 100*ms {
 		t.Fatalf("Dtarget %d", d)
