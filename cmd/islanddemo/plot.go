@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+var (
+	pipeColor  = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	naiveColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	floorColor = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	freezeCol  = color.RGBA{R: 0x9e, G: 0x9a, B: 0xc8, A: 0xff}
+	cutColor   = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+)
+
+// plotFloor is the smallest error drawn: the log axis cannot show zero.
+const plotFloor = 1e-5
+
+// drawPlot draws, per scenario, the largest displayed joint error at each
+// render tick for both receivers, the server's own floor, and markers where
+// the pipeline froze an island and where it showed a segment cut.
+func drawPlot(path string, rep *report, sers []series) error {
+	rows := len(sers)
+	plots := make([][]*plot.Plot, rows)
+	for i, s := range sers {
+		p := plot.New()
+		sc := rep.Scenarios[i]
+		p.Title.Text = fmt.Sprintf("%s — half-frames: pipeline %d, naive %d", sc.Name, sc.Pipeline.HalfFramesApplied, sc.Naive.HalfFramesApplied)
+		p.X.Label.Text = "time (s)"
+		p.Y.Label.Text = "max joint error (m, log; floored at 10 µm)"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		add := func(name string, ys []float64, c color.Color, w vg.Length) error {
+			pts := make(plotter.XYs, len(s.T))
+			for k := range s.T {
+				pts[k].X, pts[k].Y = s.T[k], max(ys[k], plotFloor)
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			l.Color, l.Width = c, w
+			p.Add(l)
+			p.Legend.Add(name, l)
+			return nil
+		}
+		if err := add("naive", s.Naive, naiveColor, vg.Points(1)); err != nil {
+			return err
+		}
+		if err := add("pipeline", s.Pipeline, pipeColor, vg.Points(1.2)); err != nil {
+			return err
+		}
+		if err := add("server floor", s.Floor, floorColor, vg.Points(0.8)); err != nil {
+			return err
+		}
+		marks := func(name string, ts []float64, c color.Color, shape draw.GlyphDrawer) error {
+			if len(ts) == 0 {
+				return nil
+			}
+			pts := make(plotter.XYs, len(ts))
+			for k, t := range ts {
+				pts[k].X, pts[k].Y = t, plotFloor
+			}
+			sct, err := plotter.NewScatter(pts)
+			if err != nil {
+				return err
+			}
+			sct.GlyphStyle.Color, sct.GlyphStyle.Shape, sct.GlyphStyle.Radius = c, shape, vg.Points(2)
+			p.Add(sct)
+			p.Legend.Add(name, sct)
+			return nil
+		}
+		if err := marks("island frozen", s.Freezes, freezeCol, draw.BoxGlyph{}); err != nil {
+			return err
+		}
+		if err := marks("segment cut", s.Cuts, cutColor, draw.TriangleGlyph{}); err != nil {
+			return err
+		}
+		p.Legend.Top = true
+		p.Add(plotter.NewGrid())
+		plots[i] = []*plot.Plot{p}
+	}
+	width, height := 10*vg.Inch, vg.Length(rows)*2.6*vg.Inch
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".svg":
+		cv := vgsvg.New(width, height)
+		plot.Align(plots, draw.Tiles{Rows: rows, Cols: 1, PadY: vg.Points(8)}, draw.New(cv))
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = cv.WriteTo(f)
+		return err
+	case ".png":
+		cv := vgimg.New(width, height)
+		plot.Align(plots, draw.Tiles{Rows: rows, Cols: 1, PadY: vg.Points(8)}, draw.New(cv))
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = vgimg.PngCanvas{Canvas: cv}.WriteTo(f)
+		return err
+	}
+	return fmt.Errorf("plot file must end in .png or .svg: %s", path)
+}

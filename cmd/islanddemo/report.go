@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// report is the whole run, as printed by -json. Field names are stable; see
+// the README for their meaning.
+type report struct {
+	Seed        uint64           `json:"seed"`
+	DurationS   float64          `json:"duration_s"`
+	SendHz      int              `json:"send_hz"`
+	Transport   string           `json:"transport"`
+	Impairments impairmentReport `json:"impairments"`
+	Scenarios   []scenarioReport `json:"scenarios"`
+}
+
+type impairmentReport struct {
+	Loss      float64 `json:"loss"`
+	BurstIn   float64 `json:"burst_in"`
+	Duplicate float64 `json:"duplicate"`
+	DelayMs   float64 `json:"delay_ms"`
+	JitterMs  float64 `json:"jitter_ms"`
+	Corrupt   float64 `json:"corrupt"`
+	Adversary bool    `json:"adversary"`
+}
+
+type receiverReport struct {
+	HalfFramesApplied int     `json:"half_frames_applied"`
+	MaxJointError     float64 `json:"max_joint_error"`
+	P99JointError     float64 `json:"p99_joint_error"`
+}
+
+type floorReport struct {
+	MaxJointError float64 `json:"max_joint_error"`
+	P99JointError float64 `json:"p99_joint_error"`
+}
+
+type networkReport struct {
+	Lost       uint64 `json:"lost"`
+	Duplicated uint64 `json:"duplicated"`
+	Corrupted  uint64 `json:"corrupted"`
+	Injected   uint64 `json:"injected"`
+}
+
+type scenarioReport struct {
+	Name               string            `json:"name"`
+	About              string            `json:"about"`
+	FramesSent         uint64            `json:"frames_sent"`
+	DatagramsSent      uint64            `json:"datagrams_sent"`
+	BytesSent          uint64            `json:"bytes_sent"`
+	BandwidthKBps      float64           `json:"bandwidth_kBps"`
+	MaxFragmentsFrame  int               `json:"max_fragments_per_frame"`
+	FramesCommitted    uint64            `json:"frames_committed"`
+	Rejects            map[string]uint64 `json:"rejects"`
+	Pipeline           receiverReport    `json:"pipeline"`
+	Naive              receiverReport    `json:"naive"`
+	ServerFloor        floorReport       `json:"server_floor"`
+	FreezeSeconds      float64           `json:"freeze_s"`
+	ExtrapolateSeconds float64           `json:"extrapolation_s"`
+	SnapshotAgeP50ms   float64           `json:"snapshot_age_p50_ms"`
+	SnapshotAgeP95ms   float64           `json:"snapshot_age_p95_ms"`
+	CorrectionMaxM     float64           `json:"correction_max_m"`
+	HandoffLatencyMs   float64           `json:"handoff_latency_ms"`
+	Network            networkReport     `json:"network"`
+}
+
+// printTable writes the human-readable report.
+func printTable(w io.Writer, r *report) {
+	im := r.Impairments
+	fmt.Fprintf(w, "islandsync demo — seed %d, %.1f s per scenario, %d Hz broadcast, %s\n", r.Seed, r.DurationS, r.SendHz, r.Transport)
+	fmt.Fprintf(w, "network: loss %.0f%%, burst-in %.1f%%, duplicate %.0f%%, delay %.0f ms + jitter %.0f ms, corrupt %.1f%%, adversary %v\n\n",
+		im.Loss*100, im.BurstIn*100, im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(w, "== %s: %s\n", s.Name, s.About)
+		fmt.Fprintf(w, "   sent %d frames in %d datagrams (%d KiB, %.1f kB/s, up to %d fragments/frame); committed %d frames\n",
+			s.FramesSent, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, s.MaxFragmentsFrame, s.FramesCommitted)
+		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected\n", s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected)
+		fmt.Fprintf(w, "   %-22s %12s %16s %16s\n", "receiver", "half-frames", "max joint err m", "p99 joint err m")
+		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "pipeline (atomic)", s.Pipeline.HalfFramesApplied, s.Pipeline.MaxJointError, s.Pipeline.P99JointError)
+		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "naive (per fragment)", s.Naive.HalfFramesApplied, s.Naive.MaxJointError, s.Naive.P99JointError)
+		fmt.Fprintf(w, "   %-22s %12s %16.4f %16.4f\n", "server floor", "-", s.ServerFloor.MaxJointError, s.ServerFloor.P99JointError)
+		fmt.Fprintf(w, "   freeze %.2f s, extrapolation %.2f s, snapshot age p50 %.0f ms p95 %.0f ms, correction max %.3f m",
+			s.FreezeSeconds, s.ExtrapolateSeconds, s.SnapshotAgeP50ms, s.SnapshotAgeP95ms, s.CorrectionMaxM)
+		if s.HandoffLatencyMs > 0 {
+			fmt.Fprintf(w, ", hand-off first frame %.0f ms", s.HandoffLatencyMs)
+		}
+		fmt.Fprintln(w)
+		if len(s.Rejects) > 0 {
+			keys := make([]string, 0, len(s.Rejects))
+			for k := range s.Rejects {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			parts := make([]string, len(keys))
+			for i, k := range keys {
+				parts[i] = fmt.Sprintf("%s %d", k, s.Rejects[k])
+			}
+			fmt.Fprintf(w, "   rejected: %s\n", strings.Join(parts, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+}

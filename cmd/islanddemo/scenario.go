@@ -1,0 +1,178 @@
+package main
+
+import (
+	"math"
+
+	"github.com/jakecoffman/cp/v2"
+
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/physics"
+)
+
+// scenario builds a world and scripts what happens to it during the run.
+type scenario struct {
+	name  string
+	about string
+	build func(w *physics.World) *script
+}
+
+// script holds the scenario's scheduled actions, by simulation step.
+type script struct {
+	actions map[int64]func(w *physics.World, s *server)
+}
+
+func (s *script) at(step int64, f func(w *physics.World, srv *server)) {
+	if s.actions == nil {
+		s.actions = map[int64]func(*physics.World, *server){}
+	}
+	s.actions[step] = f
+}
+
+var scenarios = []scenario{
+	{"bridge", "40 planks pinned end to end between two static anchors", buildBridge},
+	{"chain", "a 160-link hanging chain: every frame needs 9+ datagrams", buildChain},
+	{"ragdolls", "24 six-body ragdolls falling on a floor: many small islands, coalesced", buildRagdolls},
+	{"break", "a bridge whose middle joint breaks at 2 s: the island splits", buildBreak},
+	{"config", "a slide-jointed rope whose range changes at 2 s: config revision", buildConfig},
+	{"handoff", "a chain whose authority passes to another sender at 2.5 s: epoch", buildHandoff},
+	{"teleport", "a 30-link chain on the floor respawned 12 m away at 2 s: continuity segment", buildTeleport},
+}
+
+// plankBridge hangs n planks between two static anchors on a V-shaped path
+// whose ends are exactly where the anchors are, so the bridge starts
+// consistent and then swings and settles under gravity.
+func plankBridge(w *physics.World, n int, x0, y float64) []*physics.Joint {
+	const plank = 0.5
+	const sag = 0.35 // radians each half dips
+	var ids []island.MemberID
+	p := cp.Vector{X: x0, Y: y}
+	for i := 0; i < n; i++ {
+		a := -sag
+		if i >= n/2 {
+			a = sag
+		}
+		dir := cp.Vector{X: math.Cos(a), Y: math.Sin(a)}
+		c := p.Add(dir.Mult(plank / 2))
+		ids = append(ids, w.AddBody(2, plank, 0.1, c, a, false))
+		p = p.Add(dir.Mult(plank))
+	}
+	var js []*physics.Joint
+	js = append(js, w.AddJoint(physics.JointSpec{Kind: physics.Pivot, A: physics.Static, B: ids[0],
+		AnchorA: cp.Vector{X: x0, Y: y}, AnchorB: cp.Vector{X: -plank / 2}}))
+	for i := 1; i < n; i++ {
+		js = append(js, w.AddJoint(physics.JointSpec{Kind: physics.Pin, A: ids[i-1], B: ids[i],
+			AnchorA: cp.Vector{X: plank / 2}, AnchorB: cp.Vector{X: -plank / 2}}))
+	}
+	js = append(js, w.AddJoint(physics.JointSpec{Kind: physics.Pivot, A: ids[n-1], B: physics.Static,
+		AnchorA: cp.Vector{X: plank / 2}, AnchorB: p}))
+	// A gust: the left half starts moving up, the right half down.
+	for i, id := range ids {
+		v := 3.0
+		if i >= n/2 {
+			v = -3
+		}
+		w.Body(id).B.SetVelocity(0, v*math.Sin(math.Pi*float64(i)/float64(n)))
+	}
+	return js
+}
+
+// hangingChain hangs n links straight down from a static pivot and gives
+// them a sideways swing that grows with depth, like a pushed pendulum.
+func hangingChain(w *physics.World, n int, x0, y float64, link float64, kind physics.JointKind) ([]island.MemberID, []*physics.Joint) {
+	var ids []island.MemberID
+	for i := 0; i < n; i++ {
+		c := cp.Vector{X: x0, Y: y - link/2 - float64(i)*link}
+		ids = append(ids, w.AddBody(0.5, link, 0.05, c, -math.Pi/2, false))
+	}
+	js := []*physics.Joint{w.AddJoint(physics.JointSpec{Kind: physics.Pivot, A: physics.Static, B: ids[0],
+		AnchorA: cp.Vector{X: x0, Y: y}, AnchorB: cp.Vector{X: -link / 2}})}
+	for i := 1; i < n; i++ {
+		spec := physics.JointSpec{Kind: kind, A: ids[i-1], B: ids[i], AnchorA: cp.Vector{X: link / 2}, AnchorB: cp.Vector{X: -link / 2}}
+		if kind == physics.Slide {
+			spec.Min, spec.Max = 0, 0.02
+		}
+		js = append(js, w.AddJoint(spec))
+	}
+	length := float64(n) * link
+	for i, id := range ids {
+		depth := (float64(i) + 0.5) * link
+		w.Body(id).B.SetVelocity(2.5*depth/length*math.Sqrt(length), 0)
+	}
+	return ids, js
+}
+
+func buildBridge(w *physics.World) *script {
+	plankBridge(w, 40, 0, 10)
+	return &script{}
+}
+
+func buildChain(w *physics.World) *script {
+	hangingChain(w, 160, 0, 40, 0.2, physics.Pivot)
+	return &script{}
+}
+
+func buildRagdolls(w *physics.World) *script {
+	w.AddGround(cp.Vector{X: -5, Y: 0}, cp.Vector{X: 60, Y: 0})
+	for k := 0; k < 24; k++ {
+		x := float64(k%8)*2.2 + 1
+		y := 2 + float64(k/8)*2.5
+		torso := w.AddBody(3, 0.4, 0.8, cp.Vector{X: x, Y: y}, 0, true)
+		head := w.AddBody(1, 0.3, 0.3, cp.Vector{X: x, Y: y + 0.6}, 0, true)
+		armL := w.AddBody(0.5, 0.5, 0.12, cp.Vector{X: x - 0.45, Y: y + 0.3}, 0, true)
+		armR := w.AddBody(0.5, 0.5, 0.12, cp.Vector{X: x + 0.45, Y: y + 0.3}, 0, true)
+		legL := w.AddBody(0.8, 0.14, 0.6, cp.Vector{X: x - 0.12, Y: y - 0.7}, 0, true)
+		legR := w.AddBody(0.8, 0.14, 0.6, cp.Vector{X: x + 0.12, Y: y - 0.7}, 0, true)
+		piv := func(a, b island.MemberID, aa, bb cp.Vector) {
+			w.AddJoint(physics.JointSpec{Kind: physics.Pivot, A: a, B: b, AnchorA: aa, AnchorB: bb})
+		}
+		piv(torso, head, cp.Vector{Y: 0.45}, cp.Vector{Y: -0.15})
+		piv(torso, armL, cp.Vector{X: -0.2, Y: 0.3}, cp.Vector{X: 0.25})
+		piv(torso, armR, cp.Vector{X: 0.2, Y: 0.3}, cp.Vector{X: -0.25})
+		piv(torso, legL, cp.Vector{X: -0.12, Y: -0.4}, cp.Vector{Y: 0.3})
+		piv(torso, legR, cp.Vector{X: 0.12, Y: -0.4}, cp.Vector{Y: 0.3})
+	}
+	return &script{}
+}
+
+func buildBreak(w *physics.World) *script {
+	js := plankBridge(w, 40, 0, 10)
+	s := &script{}
+	s.at(120, func(w *physics.World, _ *server) { w.RemoveJoint(js[20]) })
+	return s
+}
+
+func buildConfig(w *physics.World) *script {
+	_, js := hangingChain(w, 40, 0, 20, 0.25, physics.Slide)
+	s := &script{}
+	s.at(120, func(w *physics.World, _ *server) {
+		for _, j := range js[1:] {
+			w.SetSlideRange(j, 0, 0.06) // the rope gets looser
+		}
+	})
+	return s
+}
+
+func buildHandoff(w *physics.World) *script {
+	ids, _ := hangingChain(w, 60, 0, 20, 0.25, physics.Pivot)
+	s := &script{}
+	s.at(150, func(w *physics.World, srv *server) { srv.handOff(uint32(ids[0].Stable), 2) })
+	return s
+}
+
+func buildTeleport(w *physics.World) *script {
+	w.AddGround(cp.Vector{X: -20, Y: 0}, cp.Vector{X: 60, Y: 0})
+	var ids []island.MemberID
+	for i := 0; i < 30; i++ {
+		ids = append(ids, w.AddBody(0.5, 0.25, 0.08, cp.Vector{X: float64(i) * 0.25, Y: 3 + float64(i%2)*0.01}, 0, true))
+	}
+	for i := 1; i < len(ids); i++ {
+		w.AddJoint(physics.JointSpec{Kind: physics.Pivot, A: ids[i-1], B: ids[i], AnchorA: cp.Vector{X: 0.125}, AnchorB: cp.Vector{X: -0.125}})
+	}
+	s := &script{}
+	s.at(120, func(w *physics.World, _ *server) {
+		// A respawn: the whole chain jumps 6 m up and 10 m along. Nothing
+		// travels the space between; observers must not draw it.
+		w.Teleport(uint32(ids[0].Stable), cp.Vector{X: 10, Y: 6})
+	})
+	return s
+}

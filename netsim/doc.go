@@ -1,0 +1,11 @@
+// Package netsim is a seeded, deterministic model of a bad network for the
+// demo and tests: Bernoulli loss, burst loss (Gilbert–Elliott), duplication,
+// reordering through per-packet delay with jitter, and byte corruption; and an
+// Adversary that injects late packets of a previous epoch, packets from a
+// spoofed sender, fragments of a stale topology and conflicting duplicates.
+//
+// Time is the caller's: Send and Deliver take now in microseconds. The same
+// seed and the same calls give the same deliveries, byte for byte. This
+// package is simulation code; it is the one place besides cmd/ that draws
+// random numbers (from its own seeded source, never the global one).
+package netsim

@@ -1,0 +1,140 @@
+package netsim
+
+import (
+	"bytes"
+	"container/heap"
+	"math/rand/v2"
+)
+
+// Config describes one direction of a link. Probabilities are per datagram
+// in [0, 1]; times are microseconds. The zero Config is a perfect link with
+// no delay.
+type Config struct {
+	Loss      float64 // independent (Bernoulli) loss probability
+	BurstIn   float64 // Gilbert–Elliott: probability of entering the bad state per datagram
+	BurstOut  float64 // probability of leaving the bad state per datagram (0 means 0.25)
+	BurstLoss float64 // loss probability while in the bad state (0 means 1)
+	Duplicate float64 // probability a datagram is delivered twice
+	Delay     int64   // base one-way delay
+	Jitter    int64   // extra delay drawn uniformly from [0, Jitter]; reorders datagrams
+	Corrupt   float64 // probability one random byte of a datagram is flipped
+}
+
+// LinkStats counts what a link did.
+type LinkStats struct {
+	Sent, Lost, BurstLost, Duplicated, Corrupted, Delivered uint64
+	Bytes                                                   uint64 // bytes handed to Send
+}
+
+type packet struct {
+	due  int64
+	seq  uint64
+	data []byte
+}
+
+type queue []packet
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].due != q[j].due {
+		return q[i].due < q[j].due
+	}
+	return q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(packet)) }
+func (q *queue) Pop() any {
+	old := *q
+	p := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return p
+}
+
+// Link is one impaired, seeded, unidirectional datagram link. Not safe for
+// concurrent use.
+type Link struct {
+	cfg   Config
+	r     *rand.Rand
+	q     queue
+	seq   uint64
+	bad   bool
+	stats LinkStats
+}
+
+// NewLink returns a link with its own random source seeded by seed.
+func NewLink(cfg Config, seed uint64) *Link {
+	if cfg.BurstOut == 0 {
+		cfg.BurstOut = 0.25
+	}
+	if cfg.BurstLoss == 0 {
+		cfg.BurstLoss = 1
+	}
+	return &Link{cfg: cfg, r: rand.New(rand.NewPCG(seed, 0x6e657473696d))}
+}
+
+// Stats returns the link's counters.
+func (l *Link) Stats() LinkStats { return l.stats }
+
+// Send offers a datagram at local time now. The link copies it.
+func (l *Link) Send(now int64, dg []byte) {
+	l.stats.Sent++
+	l.stats.Bytes += uint64(len(dg))
+	// Gilbert–Elliott state moves once per datagram.
+	if l.bad {
+		if l.r.Float64() < l.cfg.BurstOut {
+			l.bad = false
+		}
+	} else if l.cfg.BurstIn > 0 && l.r.Float64() < l.cfg.BurstIn {
+		l.bad = true
+	}
+	if l.bad && l.r.Float64() < l.cfg.BurstLoss {
+		l.stats.Lost++
+		l.stats.BurstLost++
+		return
+	}
+	if l.cfg.Loss > 0 && l.r.Float64() < l.cfg.Loss {
+		l.stats.Lost++
+		return
+	}
+	copies := 1
+	if l.cfg.Duplicate > 0 && l.r.Float64() < l.cfg.Duplicate {
+		copies = 2
+		l.stats.Duplicated++
+	}
+	for c := 0; c < copies; c++ {
+		data := bytes.Clone(dg)
+		if l.cfg.Corrupt > 0 && len(data) > 0 && l.r.Float64() < l.cfg.Corrupt {
+			data[l.r.IntN(len(data))] ^= byte(1 + l.r.IntN(255))
+			l.stats.Corrupted++
+		}
+		l.Inject(now+l.cfg.Delay+l.jitter(), data)
+	}
+}
+
+func (l *Link) jitter() int64 {
+	if l.cfg.Jitter <= 0 {
+		return 0
+	}
+	return l.r.Int64N(l.cfg.Jitter + 1)
+}
+
+// Inject queues a datagram for delivery at due, bypassing the impairments
+// (an adversary's packet). The link keeps dg.
+func (l *Link) Inject(due int64, dg []byte) {
+	l.seq++
+	heap.Push(&l.q, packet{due: due, seq: l.seq, data: dg})
+}
+
+// Deliver appends every datagram due at or before now to out, earliest
+// first, and returns it.
+func (l *Link) Deliver(now int64, out [][]byte) [][]byte {
+	for len(l.q) > 0 && l.q[0].due <= now {
+		p := heap.Pop(&l.q).(packet)
+		l.stats.Delivered++
+		out = append(out, p.data)
+	}
+	return out
+}
+
+// Pending returns how many datagrams are in flight.
+func (l *Link) Pending() int { return len(l.q) }

@@ -1,0 +1,460 @@
+package physics
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/jakecoffman/cp/v2"
+
+	"github.com/islandsync/islandsync/island"
+)
+
+// JointKind names the constraint types the world replicates and measures.
+type JointKind uint8
+
+const (
+	Pivot JointKind = iota // anchors coincide
+	Pin                    // anchors keep a fixed distance
+	Slide                  // anchor distance stays in [Min, Max]
+)
+
+func (k JointKind) String() string { return [...]string{"pivot", "pin", "slide"}[k] }
+
+// Static names the world's static body as a joint end: it joins no island.
+var Static = island.MemberID{Stable: 0, Generation: 0}
+
+// JointSpec is everything an observer needs to rebuild and measure a joint:
+// which bodies, where on them, and its parameters. Anchors are in body-local
+// metres; for the static body they are world coordinates.
+type JointSpec struct {
+	ID               uint32
+	Kind             JointKind
+	A, B             island.MemberID // B may be Static
+	AnchorA, AnchorB cp.Vector
+	Dist             float64 // Pin: rest distance, metres
+	Min, Max         float64 // Slide: allowed distance range, metres
+}
+
+// Joint is one live constraint of the world.
+type Joint struct {
+	Spec JointSpec
+	c    *cp.Constraint
+}
+
+// Body is one dynamic body with its stable identity.
+type Body struct {
+	ID island.MemberID
+	B  *cp.Body
+}
+
+// Island is the authority's view of one constraint island: its members in
+// manifest order and its version counters.
+type Island struct {
+	ID       uint32
+	Topology uint32          // bumps on any member or joint change
+	Config   uint32          // bumps on constraint parameter changes
+	Epoch    uint32          // bumps on authority hand-off
+	Owner    island.SenderID // the sender that broadcasts it
+	Segment  uint32          // bumps on teleport
+	Seq      uint32          // last frame sequence sent
+	Members  []*Body         // ascending MemberID
+	Joints   []*Joint
+	Fresh    bool // the next frame is the island's first under this topology: Initial
+	memberH  uint64
+	jointH   uint64
+}
+
+// Manifest returns the island's topology manifest.
+func (is *Island) Manifest() island.Manifest {
+	m := island.Manifest{Island: is.ID, Topology: is.Topology, Config: is.Config, Members: make([]island.MemberID, len(is.Members))}
+	for i, b := range is.Members {
+		m.Members[i] = b.ID
+	}
+	return m
+}
+
+// Lease returns the island's authority lease.
+func (is *Island) Lease() island.Lease {
+	return island.Lease{Island: is.ID, Epoch: is.Epoch, Owner: is.Owner}
+}
+
+// World wraps a cp.Space stepped at a fixed rate. Every dynamic body has a
+// stable id; islands are the connected components of dynamic bodies linked by
+// constraints, recomputed whenever joints are added, removed or broken.
+type World struct {
+	Space    *cp.Space
+	StepHz   int
+	steps    int64
+	bodies   map[uint64]*Body
+	order    []*Body
+	joints   []*Joint
+	nextBody uint64
+	nextJ    uint32
+	islands  map[uint32]*Island
+	retired  map[uint32]*Island // islands whose id disappeared; revived with their counters
+	ordered  []*Island
+	dirty    bool
+	// DefaultOwner is the sender that owns newly formed islands.
+	DefaultOwner island.SenderID
+	// Events receives topology changes since the last call to TakeEvents.
+	events []Event
+}
+
+// EventKind names what changed in the world.
+type EventKind uint8
+
+const (
+	IslandFormed  EventKind = iota // a new island id appeared
+	IslandChanged                  // topology or config of an island changed
+	IslandGone                     // an island id disappeared (merged or emptied)
+	LeaseChanged                   // an island's epoch/owner changed
+)
+
+// Event is one change an observer must learn reliably.
+type Event struct {
+	Kind   EventKind
+	Island uint32
+}
+
+// NewWorld returns an empty world with gravity and the given step rate.
+func NewWorld(stepHz int) *World {
+	s := cp.NewSpace()
+	s.SetGravity(cp.Vector{X: 0, Y: -9.8})
+	s.Iterations = 30
+	return &World{Space: s, StepHz: stepHz, bodies: map[uint64]*Body{}, islands: map[uint32]*Island{}, retired: map[uint32]*Island{}, nextBody: 1, nextJ: 1, DefaultOwner: 1}
+}
+
+// Time returns the simulation time in microseconds.
+func (w *World) Time() island.Time { return island.Time(w.steps * 1_000_000 / int64(w.StepHz)) }
+
+// Steps returns how many steps have run.
+func (w *World) Steps() int64 { return w.steps }
+
+// AddBody adds a dynamic box body of the given size (metres) and mass (kg)
+// at pos and returns its stable identity. collide adds a collision shape.
+func (w *World) AddBody(mass, width, height float64, pos cp.Vector, angle float64, collide bool) island.MemberID {
+	b := cp.NewBody(mass, cp.MomentForBox(mass, width, height))
+	b.SetPosition(pos)
+	b.SetAngle(angle)
+	w.Space.AddBody(b)
+	if collide {
+		sh := w.Space.AddShape(cp.NewBox(b, width, height, 0))
+		sh.SetFriction(0.7)
+	}
+	id := island.MemberID{Stable: w.nextBody}
+	w.nextBody++
+	body := &Body{ID: id, B: b}
+	w.bodies[id.Stable] = body
+	w.order = append(w.order, body)
+	w.dirty = true
+	return id
+}
+
+// AddGround adds a static segment from a to b for bodies to land on.
+func (w *World) AddGround(a, b cp.Vector) {
+	sh := w.Space.AddShape(cp.NewSegment(w.Space.StaticBody, a, b, 0.1))
+	sh.SetFriction(1)
+}
+
+// Body returns the body with stable id, or nil.
+func (w *World) Body(id island.MemberID) *Body { return w.bodies[id.Stable] }
+
+func (w *World) cpBody(id island.MemberID) *cp.Body {
+	if id == Static {
+		return w.Space.StaticBody
+	}
+	return w.bodies[id.Stable].B
+}
+
+// AddJoint adds a constraint from spec (its ID is assigned) and returns it.
+func (w *World) AddJoint(spec JointSpec) *Joint {
+	spec.ID = w.nextJ
+	w.nextJ++
+	a, b := w.cpBody(spec.A), w.cpBody(spec.B)
+	var c *cp.Constraint
+	switch spec.Kind {
+	case Pivot:
+		c = cp.NewPivotJoint2(a, b, spec.AnchorA, spec.AnchorB)
+	case Pin:
+		c = cp.NewPinJoint(a, b, spec.AnchorA, spec.AnchorB)
+		spec.Dist = c.Class.(*cp.PinJoint).Dist
+	case Slide:
+		c = cp.NewSlideJoint(a, b, spec.AnchorA, spec.AnchorB, spec.Min, spec.Max)
+	}
+	c.SetCollideBodies(false)
+	w.Space.AddConstraint(c)
+	j := &Joint{Spec: spec, c: c}
+	w.joints = append(w.joints, j)
+	w.dirty = true
+	return j
+}
+
+// RemoveJoint removes (breaks) a joint; its island may split.
+func (w *World) RemoveJoint(j *Joint) {
+	w.Space.RemoveConstraint(j.c)
+	if i := slices.Index(w.joints, j); i >= 0 {
+		w.joints = slices.Delete(w.joints, i, i+1)
+	}
+	w.dirty = true
+}
+
+// SetSlideRange changes a slide joint's range: its island's config revision bumps.
+func (w *World) SetSlideRange(j *Joint, min, max float64) {
+	sj := j.c.Class.(*cp.SlideJoint)
+	sj.Min, sj.Max = min, max
+	j.Spec.Min, j.Spec.Max = min, max
+	w.refresh()
+	if is := w.islandOf(j.Spec.A); is != nil {
+		is.Config++
+		is.Fresh = true
+		w.events = append(w.events, Event{IslandChanged, is.ID})
+	}
+}
+
+// Teleport moves every member of an island by d: a discontinuity, so its
+// continuity segment bumps.
+func (w *World) Teleport(islandID uint32, d cp.Vector) {
+	w.refresh()
+	is := w.islands[islandID]
+	if is == nil {
+		return
+	}
+	for _, b := range is.Members {
+		b.B.SetPosition(b.B.Position().Add(d))
+	}
+	is.Segment++
+}
+
+// HandOff moves an island's authority to owner: its epoch bumps and the next
+// frame is Initial.
+func (w *World) HandOff(islandID uint32, owner island.SenderID) {
+	w.refresh()
+	if is := w.islands[islandID]; is != nil {
+		is.Epoch++
+		is.Owner = owner
+		is.Fresh = true
+		w.events = append(w.events, Event{LeaseChanged, is.ID})
+	}
+}
+
+// Substeps is how many solver steps make one simulation step: long chains
+// need the smaller solver step to hold their joints.
+const Substeps = 4
+
+// Step advances the simulation by one fixed step.
+func (w *World) Step() {
+	dt := 1 / float64(w.StepHz) / Substeps
+	for range Substeps {
+		w.Space.Step(dt)
+	}
+	w.steps++
+}
+
+// Joints returns the live joints.
+func (w *World) Joints() []*Joint { return w.joints }
+
+// Islands returns the current islands in ascending id order.
+func (w *World) Islands() []*Island {
+	w.refresh()
+	return w.ordered
+}
+
+// Island returns one island by id.
+func (w *World) Island(id uint32) *Island {
+	w.refresh()
+	return w.islands[id]
+}
+
+// TakeEvents returns and clears the topology events since the last call.
+func (w *World) TakeEvents() []Event {
+	w.refresh()
+	ev := w.events
+	w.events = nil
+	return ev
+}
+
+func (w *World) islandOf(id island.MemberID) *Island {
+	for _, is := range w.ordered {
+		for _, b := range is.Members {
+			if b.ID == id {
+				return is
+			}
+		}
+	}
+	return nil
+}
+
+// refresh recomputes islands after a structural change: connected
+// components over dynamic bodies and joints between two dynamic bodies (the
+// static body joins none). An island's id is its smallest member stable id,
+// so a split keeps the id on the part holding that member and a merge keeps
+// the smaller id. A changed member or joint set bumps the topology.
+func (w *World) refresh() {
+	if !w.dirty {
+		return
+	}
+	w.dirty = false
+	parent := map[uint64]uint64{}
+	var find func(x uint64) uint64
+	find = func(x uint64) uint64 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for _, b := range w.order {
+		parent[b.ID.Stable] = b.ID.Stable
+	}
+	for _, j := range w.joints {
+		if j.Spec.A == Static || j.Spec.B == Static {
+			continue
+		}
+		ra, rb := find(j.Spec.A.Stable), find(j.Spec.B.Stable)
+		if ra != rb {
+			parent[max(ra, rb)] = min(ra, rb)
+		}
+	}
+	groups := map[uint64][]*Body{}
+	var roots []uint64
+	for _, b := range w.order {
+		r := find(b.ID.Stable)
+		if groups[r] == nil {
+			roots = append(roots, r)
+		}
+		groups[r] = append(groups[r], b)
+	}
+	jointsOf := map[uint64][]*Joint{}
+	for _, j := range w.joints {
+		end := j.Spec.A
+		if end == Static {
+			end = j.Spec.B
+		}
+		if end == Static {
+			continue
+		}
+		r := find(end.Stable)
+		jointsOf[r] = append(jointsOf[r], j)
+	}
+	slices.Sort(roots)
+	next := map[uint32]*Island{}
+	var ordered []*Island
+	for _, root := range roots {
+		members := groups[root]
+		slices.SortFunc(members, func(a, b *Body) int {
+			if a.ID.Less(b.ID) {
+				return -1
+			}
+			return 1
+		})
+		id := uint32(members[0].ID.Stable)
+		joints := jointsOf[root]
+		mh, jh := hashMembers(members), hashJoints(joints)
+		is := w.islands[id]
+		if is == nil && w.retired[id] != nil {
+			// The id comes back: continue its counters so no observer
+			// mistakes the new island for an old stream.
+			is = w.retired[id]
+			delete(w.retired, id)
+			is.Topology++
+			is.Fresh = true
+			w.events = append(w.events, Event{IslandFormed, id})
+		} else if is == nil {
+			is = &Island{ID: id, Topology: 1, Config: 1, Epoch: 1, Owner: w.DefaultOwner, Fresh: true}
+			w.events = append(w.events, Event{IslandFormed, id})
+		} else if is.memberH != mh || is.jointH != jh {
+			is.Topology++
+			is.Fresh = true
+			w.events = append(w.events, Event{IslandChanged, id})
+		}
+		is.Members, is.Joints, is.memberH, is.jointH = members, joints, mh, jh
+		next[id] = is
+		ordered = append(ordered, is)
+	}
+	for _, is := range w.ordered {
+		if next[is.ID] == nil {
+			w.retired[is.ID] = is
+			w.events = append(w.events, Event{IslandGone, is.ID})
+		}
+	}
+	slices.SortFunc(ordered, func(a, b *Island) int { return int(a.ID) - int(b.ID) })
+	w.islands, w.ordered = next, ordered
+}
+
+func hashMembers(ms []*Body) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	var b [12]byte
+	for _, m := range ms {
+		binary.LittleEndian.PutUint64(b[:], m.ID.Stable)
+		binary.LittleEndian.PutUint32(b[8:], m.ID.Generation)
+		_, _ = d.Write(b[:])
+	}
+	return d.Sum64()
+}
+
+func hashJoints(js []*Joint) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	var b [4]byte
+	for _, j := range js {
+		binary.LittleEndian.PutUint32(b[:], j.Spec.ID)
+		_, _ = d.Write(b[:])
+	}
+	return d.Sum64()
+}
+
+// Sample captures the whole island at the current simulation time into dst,
+// reusing dst.Members. Every member is read at the same step.
+func (w *World) Sample(is *Island, dst *island.Frame) {
+	dst.Sender = is.Owner
+	dst.Key = island.Key{Island: is.ID, Epoch: is.Epoch, Topology: is.Topology, Config: is.Config, Seq: is.Seq}
+	dst.Time = w.Time()
+	dst.Segment = is.Segment
+	dst.Flags = 0
+	dst.Members = dst.Members[:0]
+	for _, b := range is.Members {
+		p, v := b.B.Position(), b.B.Velocity()
+		dst.Members = append(dst.Members, island.Member{ID: b.ID, State: island.State{
+			X: p.X, Y: p.Y, Angle: b.B.Angle(), VX: v.X, VY: v.Y, AngVel: b.B.AngularVelocity()}})
+	}
+}
+
+// PoseSource gives a body's displayed pose; ok is false when it is not shown.
+type PoseSource func(id island.MemberID) (x, y, angle float64, ok bool)
+
+// JointError returns how far a joint's displayed poses violate it, metres:
+// for a pivot the anchor separation, for a pin the deviation from its rest
+// distance, for a slide the excursion outside [Min, Max].
+func JointError(spec *JointSpec, pose PoseSource) (float64, bool) {
+	pa, ok := anchor(spec.A, spec.AnchorA, pose)
+	if !ok {
+		return 0, false
+	}
+	pb, ok := anchor(spec.B, spec.AnchorB, pose)
+	if !ok {
+		return 0, false
+	}
+	d := math.Hypot(pa.X-pb.X, pa.Y-pb.Y)
+	switch spec.Kind {
+	case Pin:
+		return math.Abs(d - spec.Dist), true
+	case Slide:
+		return max(0, spec.Min-d, d-spec.Max), true
+	}
+	return d, true
+}
+
+func anchor(id island.MemberID, local cp.Vector, pose PoseSource) (cp.Vector, bool) {
+	if id == Static {
+		return local, true
+	}
+	x, y, a, ok := pose(id)
+	if !ok {
+		return cp.Vector{}, false
+	}
+	s, c := math.Sincos(a)
+	return cp.Vector{X: x + c*local.X - s*local.Y, Y: y + s*local.X + c*local.Y}, true
+}
