@@ -14,8 +14,10 @@ const (
 	DefaultTTL = 250_000
 	// DefaultMaxCandidatesPerIsland caps incomplete frames per (sender,
 	// island): a sender can never hold more than this many frames of one
-	// island in flight, however many sequence numbers it invents.
-	DefaultMaxCandidatesPerIsland = 4
+	// island in flight, however many sequence numbers it invents. Eight
+	// covers a TTL's worth of frames at 30 Hz, so reordering alone does not
+	// evict frames that would still complete.
+	DefaultMaxCandidatesPerIsland = 8
 	// DefaultMaxPending caps incomplete frames overall (all senders, all
 	// islands), including rejected frames kept as poisoned tombstones.
 	DefaultMaxPending = 1024

@@ -29,7 +29,7 @@
 // # Caps, defaults and eviction
 //
 //	TTL                     250 ms  incomplete frames older than this are dropped (Expired)
-//	MaxCandidatesPerIsland  4       incomplete frames per (sender, island)
+//	MaxCandidatesPerIsland  8       incomplete frames per (sender, island)
 //	MaxPending              1024    incomplete + poisoned frames overall
 //	MaxPendingBytes         8 MiB   accounted bytes overall
 //	MaxStreams              4096    remembered streams (least recently completed forgotten)

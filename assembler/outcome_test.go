@@ -174,7 +174,7 @@ func TestDropCounters(t *testing.T) {
 		}
 	})
 	t.Run("pending cap", func(t *testing.T) {
-		a := mustNew(t, Config{MaxPending: 4})
+		a := mustNew(t, Config{MaxPending: 4, MaxCandidatesPerIsland: 2})
 		for isl := uint32(1); isl <= 6; isl++ {
 			a.Push(int64(isl), &fr(isl, 1)[0])
 		}

@@ -23,8 +23,12 @@ var (
 	cutColor   = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 )
 
-// plotFloor is the smallest error drawn: the log axis cannot show zero.
-const plotFloor = 1e-5
+// plotFloor and plotCeil bound the drawn errors: the log axis cannot show
+// zero, and a corrupted float the naive receiver applied can be kilometres.
+const (
+	plotFloor = 1e-5
+	plotCeil  = 100
+)
 
 // drawPlot draws, per scenario, the largest displayed joint error at each
 // render tick for both receivers, the server's own floor, and markers where
@@ -37,13 +41,17 @@ func drawPlot(path string, rep *report, sers []series) error {
 		sc := rep.Scenarios[i]
 		p.Title.Text = fmt.Sprintf("%s — half-frames: pipeline %d, naive %d", sc.Name, sc.Pipeline.HalfFramesApplied, sc.Naive.HalfFramesApplied)
 		p.X.Label.Text = "time (s)"
-		p.Y.Label.Text = "max joint error (m, log; floored at 10 µm)"
+		p.Y.Label.Text = "max joint error"
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Min, p.Y.Max = plotFloor, plotCeil
+		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{
+			{Value: 1e-5, Label: "10 µm"}, {Value: 1e-4}, {Value: 1e-3, Label: "1 mm"}, {Value: 1e-2},
+			{Value: 1e-1, Label: "10 cm"}, {Value: 1}, {Value: 10, Label: "10 m"}, {Value: 100},
+		})
 		add := func(name string, ys []float64, c color.Color, w vg.Length) error {
 			pts := make(plotter.XYs, len(s.T))
 			for k := range s.T {
-				pts[k].X, pts[k].Y = s.T[k], max(ys[k], plotFloor)
+				pts[k].X, pts[k].Y = s.T[k], min(max(ys[k], plotFloor), plotCeil)
 			}
 			l, err := plotter.NewLine(pts)
 			if err != nil {
@@ -87,14 +95,17 @@ func drawPlot(path string, rep *report, sers []series) error {
 			return err
 		}
 		p.Legend.Top = true
+		p.Legend.Left = false
+		p.Legend.XOffs = -vg.Points(4)
+		p.Legend.YOffs = -vg.Points(2)
 		p.Add(plotter.NewGrid())
 		plots[i] = []*plot.Plot{p}
 	}
-	width, height := 10*vg.Inch, vg.Length(rows)*2.6*vg.Inch
+	width, height := 11*vg.Inch, vg.Length(rows)*3.2*vg.Inch
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg":
 		cv := vgsvg.New(width, height)
-		plot.Align(plots, draw.Tiles{Rows: rows, Cols: 1, PadY: vg.Points(8)}, draw.New(cv))
+		drawAligned(plots, rows, draw.New(cv))
 		f, err := os.Create(path)
 		if err != nil {
 			return err
@@ -104,7 +115,7 @@ func drawPlot(path string, rep *report, sers []series) error {
 		return err
 	case ".png":
 		cv := vgimg.New(width, height)
-		plot.Align(plots, draw.Tiles{Rows: rows, Cols: 1, PadY: vg.Points(8)}, draw.New(cv))
+		drawAligned(plots, rows, draw.New(cv))
 		f, err := os.Create(path)
 		if err != nil {
 			return err
@@ -114,4 +125,15 @@ func drawPlot(path string, rep *report, sers []series) error {
 		return err
 	}
 	return fmt.Errorf("plot file must end in .png or .svg: %s", path)
+}
+
+// drawAligned lays the plots out in one column with aligned axes.
+func drawAligned(plots [][]*plot.Plot, rows int, dc draw.Canvas) {
+	tiles := draw.Tiles{Rows: rows, Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadY: vg.Points(10), PadX: vg.Points(4)}
+	canvases := plot.Align(plots, tiles, dc)
+	for r := range plots {
+		for c := range plots[r] {
+			plots[r][c].Draw(canvases[r][c])
+		}
+	}
 }

@@ -98,12 +98,15 @@ func (s *server) step() ([][]byte, []control) {
 	}
 	s.drainEvents()
 	s.enc.Reset()
-	s.floorTick = 0
+	sampled := false
 	for i := range s.extra {
 		s.send(&s.extra[i])
 	}
 	s.extra = s.extra[:0]
 	for _, f := range s.sampler.Tick() {
+		if !sampled {
+			s.floorTick, sampled = 0, true // a new sample replaces the floor shown
+		}
 		s.send(f)
 	}
 	s.out = s.out[:0]
