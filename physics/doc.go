@@ -19,8 +19,12 @@
 //     step rate (e.g. 60 Hz step, 20 Hz send); a fresh island (new, changed,
 //     handed off) goes out at once with FlagInitial; Releasing frames mark the
 //     last frame before a hand-off.
+//   - Replica: the observer's kinematic cp twin of the scene. ApplyIsland
+//     poses a whole island in one call; every pose carries its Source (the
+//     frame or frame pair it came from), and Measure reports displayed joint
+//     error and half-frames (a joint whose bodies show different sources).
 //   - JointError: how far displayed poses violate a pivot, pin or slide
-//     joint — the demo's measure of a torn structure.
+//     joint — the measure of a torn structure.
 //
 // # Limits
 //

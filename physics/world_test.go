@@ -148,3 +148,33 @@ func TestJointError(t *testing.T) {
 		t.Fatalf("error %v, want 0.3", e)
 	}
 }
+
+func TestReplicaCountsHalfFrames(t *testing.T) {
+	w := NewWorld(60)
+	ids, _ := chain(w, 4, 0)
+	r := NewReplica(w)
+	frameA := Source{From: island.Key{Seq: 1}, To: island.Key{Seq: 1}}
+	frameB := Source{From: island.Key{Seq: 2}, To: island.Key{Seq: 2}}
+	st := func(id island.MemberID) island.State {
+		p := w.Body(id).B.Position()
+		return island.State{X: p.X, Y: p.Y, Angle: w.Body(id).B.Angle()}
+	}
+	var poses []island.State
+	for _, id := range ids {
+		poses = append(poses, st(id))
+	}
+	r.ApplyIsland(ids, poses, frameA)
+	errs, half, worst := r.Measure(w.Islands(), nil)
+	if half != 0 || worst > 1e-9 || len(errs) != 4 {
+		t.Fatalf("whole island: half %d worst %v n %d", half, worst, len(errs))
+	}
+	// One member from another frame, displaced: a half-frame, and its
+	// joints open.
+	moved := poses[2]
+	moved.Y += 0.2
+	r.Set(ids[2], moved, frameB)
+	_, half, worst = r.Measure(w.Islands(), nil)
+	if half != 1 || worst < 0.2-1e-9 {
+		t.Fatalf("half-frame: half %d worst %v", half, worst)
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/jakecoffman/cp/v2"
-
 	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
@@ -13,80 +11,6 @@ import (
 	"github.com/islandsync/islandsync/store"
 	"github.com/islandsync/islandsync/validator"
 )
-
-// tag names the source of a displayed pose: the frame pair (pipeline) or the
-// single frame (naive) it came from. Two bodies of one joint showing
-// different tags are a half-frame.
-type tag struct{ a, b island.Key }
-
-// replica is an observer's copy of the scene: one kinematic cp body per
-// server body, posed from what the receiver decided to show.
-type replica struct {
-	space  *cp.Space
-	bodies map[island.MemberID]*cp.Body
-	tags   map[island.MemberID]tag
-	shown  map[island.MemberID]bool
-}
-
-func newReplica(w *physics.World) *replica {
-	r := &replica{space: cp.NewSpace(), bodies: map[island.MemberID]*cp.Body{}, tags: map[island.MemberID]tag{}, shown: map[island.MemberID]bool{}}
-	for _, is := range w.Islands() {
-		for _, b := range is.Members {
-			kb := cp.NewKinematicBody()
-			r.space.AddBody(kb)
-			r.bodies[b.ID] = kb
-		}
-	}
-	return r
-}
-
-// set poses one body.
-func (r *replica) set(id island.MemberID, st island.State, t tag) {
-	b := r.bodies[id]
-	if b == nil {
-		return
-	}
-	b.SetPosition(cp.Vector{X: st.X, Y: st.Y})
-	b.SetAngle(st.Angle)
-	b.SetVelocity(st.VX, st.VY)
-	b.SetAngularVelocity(st.AngVel)
-	r.tags[id] = t
-	r.shown[id] = true
-}
-
-func (r *replica) pose(id island.MemberID) (float64, float64, float64, bool) {
-	b := r.bodies[id]
-	if b == nil || !r.shown[id] {
-		return 0, 0, 0, false
-	}
-	p := b.Position()
-	return p.X, p.Y, b.Angle(), true
-}
-
-// measure returns, over the given joints, each displayed joint's error, and
-// the number of islands whose displayed joints mix source frames.
-func (r *replica) measure(islands []*physics.Island, errs []float64) ([]float64, int, float64) {
-	half := 0
-	tickMax := 0.0
-	for _, is := range islands {
-		mixed := false
-		for _, j := range is.Joints {
-			e, ok := physics.JointError(&j.Spec, r.pose)
-			if !ok {
-				continue
-			}
-			errs = append(errs, e)
-			tickMax = max(tickMax, e)
-			if j.Spec.A != physics.Static && j.Spec.B != physics.Static && r.tags[j.Spec.A] != r.tags[j.Spec.B] {
-				mixed = true
-			}
-		}
-		if mixed {
-			half++
-		}
-	}
-	return errs, half, tickMax
-}
 
 // pipeline is the real receive path: codec → assembler → validator → store
 // → playout clock → replica.
@@ -97,8 +21,9 @@ type pipeline struct {
 	val   *validator.Validator
 	st    *store.Store
 	clock *store.Clock
-	rep   *replica
+	rep   *physics.Replica
 	known []uint32 // islands with a manifest, ascending
+	ids   []island.MemberID
 
 	decodeErrs map[string]uint64
 	committed  uint64
@@ -113,7 +38,7 @@ func newPipeline(w *physics.World, sendPeriod int64) *pipeline {
 	reg := validator.NewRegistry(0, 0)
 	val := validator.New(reg)
 	return &pipeline{dec: dec, asm: asm, reg: reg, val: val, st: store.New(store.Config{}, val),
-		clock: store.NewClock(store.ClockConfig{SendPeriod: sendPeriod}), rep: newReplica(w),
+		clock: store.NewClock(store.ClockConfig{SendPeriod: sendPeriod}), rep: physics.NewReplica(w),
 		decodeErrs: map[string]uint64{}, commits: map[string]uint64{}}
 }
 
@@ -192,12 +117,13 @@ func (p *pipeline) render(now int64) {
 		}
 		p.cuts = p.cuts || v.Mode == store.SegmentCut
 		p.stale = p.stale || v.Mode == store.Stale
-		t := tag{v.Left, v.Right}
-		for i, h := range v.Handles {
-			if mid, ok := p.reg.Identity(h); ok {
-				p.rep.set(mid, v.Poses[i], t)
-			}
+		// One read-out per island: every member from the same frame pair.
+		p.ids = p.ids[:0]
+		for _, h := range v.Handles {
+			mid, _ := p.reg.Identity(h)
+			p.ids = append(p.ids, mid)
 		}
+		p.rep.ApplyIsland(p.ids, v.Poses, physics.Source{From: v.Left, To: v.Right})
 	}
 }
 
@@ -205,12 +131,12 @@ func (p *pipeline) render(now int64) {
 // fragment arrives: no assembly, no validation, no playout clock.
 type naive struct {
 	dec *codec.Decoder
-	rep *replica
+	rep *physics.Replica
 }
 
 func newNaive(w *physics.World) *naive {
 	dec, _ := codec.NewDecoder(codec.Config{})
-	return &naive{dec: dec, rep: newReplica(w)}
+	return &naive{dec: dec, rep: physics.NewReplica(w)}
 }
 
 func (n *naive) receive(dg []byte) {
@@ -219,10 +145,10 @@ func (n *naive) receive(dg []byte) {
 		return
 	}
 	for _, f := range frags {
-		t := tag{f.Header.Key, f.Header.Key}
+		src := physics.Source{From: f.Header.Key, To: f.Header.Key}
 		for i := 0; i < int(f.Header.MemberCount); i++ {
 			m := f.Member(i)
-			n.rep.set(m.ID, m.State, t)
+			n.rep.Set(m.ID, m.State, src)
 		}
 	}
 }

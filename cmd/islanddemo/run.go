@@ -117,8 +117,8 @@ func runScenario(sc scenario, opt options) (scenarioReport, series, error) {
 			islands := srv.w.Islands()
 			var ph, nh int
 			var pm, nm float64
-			pipeErrs, ph, pm = pipe.rep.measure(islands, pipeErrs)
-			naiveErrs, nh, nm = nv.rep.measure(islands, naiveErrs)
+			pipeErrs, ph, pm = pipe.rep.Measure(islands, pipeErrs)
+			naiveErrs, nh, nm = nv.rep.Measure(islands, naiveErrs)
 			pipeHalf += ph
 			naiveHalf += nh
 			if st := pipe.clock.Stats(); st.State != store.Waiting {
