@@ -130,8 +130,10 @@ func (c *Clock) Epoch() uint32 { return c.epoch }
 // Latest returns the newest authority time observed in this epoch.
 func (c *Clock) Latest() island.Time { return island.Time(c.latest) }
 
-// Observe records that a validated frame of authority time t and server
-// epoch arrived at local time now. A newer epoch starts a new timeline; an
+// Observe records that a validated frame of authority time t arrived at
+// local time now. epoch is the server's timeline epoch — it changes when the
+// authority's simulation clock restarts — not an island's ownership epoch: a
+// hand-off of one island keeps the shared timeline. A newer epoch starts a new timeline; an
 // older epoch is ignored. A time already seen is a duplicate and changes
 // nothing. Only frames that advance the newest time feed the delay estimate.
 func (c *Clock) Observe(now int64, epoch uint32, t island.Time) {

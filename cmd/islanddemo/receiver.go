@@ -86,7 +86,10 @@ func (p *pipeline) receive(now int64, dg []byte) {
 		p.commits[c.String()]++
 		if c == store.Committed {
 			p.committed++
-			p.clock.Observe(now, vf.Key().Epoch, vf.Time())
+			// The clock's epoch is the authority timeline (a server
+			// restart would bump it), not an island's ownership epoch: a
+			// hand-off of one island must not restart every island's playout.
+			p.clock.Observe(now, serverTimeline, vf.Time())
 		}
 	}
 }
@@ -126,6 +129,9 @@ func (p *pipeline) render(now int64) {
 		p.rep.ApplyIsland(p.ids, v.Poses, physics.Source{From: v.Left, To: v.Right})
 	}
 }
+
+// serverTimeline names the demo authority's single simulation clock.
+const serverTimeline = 1
 
 // naive writes each fragment's members into its bodies as soon as the
 // fragment arrives: no assembly, no validation, no playout clock.
