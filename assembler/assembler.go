@@ -149,12 +149,14 @@ func (a *Assembler) push(now int64, f *codec.Fragment) (Outcome, *Frame) {
 		return RejectMalformed, nil
 	}
 	id := frameID{sender: h.Sender, key: h.Key}
-	sid := streamID{sender: h.Sender, stream: h.Key.Stream()}
-	if s, ok := a.streams[sid]; ok && !island.SeqNewer(h.Key.Seq, s.lastSeq) {
-		return RejectStale, nil
-	}
 	p := a.frames[id]
 	if p == nil {
+		// Only a new frame can be stale: when a frame completes, every
+		// older pending frame of its stream is dropped.
+		sid := streamID{sender: h.Sender, stream: h.Key.Stream()}
+		if s, ok := a.streams[sid]; ok && !island.SeqNewer(h.Key.Seq, s.lastSeq) {
+			return RejectStale, nil
+		}
 		if uint64(h.TotalMembers) > uint64(a.cfg.MaxMembers) || int(h.Count) > a.cfg.MaxFragments {
 			return RejectTooLarge, nil
 		}
