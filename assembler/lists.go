@@ -189,10 +189,16 @@ func mix(x uint64) uint64 {
 // strictlyAscending reports whether the n identities in ms are in strictly
 // increasing (Stable, Generation) order, which rules out duplicates.
 func strictlyAscending(ms codec.Records, n int) bool {
+	if n == 0 {
+		return true
+	}
+	prev := ms.ID(0)
 	for i := 1; i < n; i++ {
-		if !ms.ID(i - 1).Less(ms.ID(i)) {
+		cur := ms.ID(i)
+		if !prev.Less(cur) {
 			return false
 		}
+		prev = cur
 	}
 	return true
 }

@@ -16,8 +16,8 @@ func (r Records) Len() int { return len(r) / MemberSize }
 
 // ID decodes only the identity of record i.
 func (r Records) ID(i int) island.MemberID {
-	b := r[i*MemberSize : i*MemberSize+12]
-	return island.MemberID{Stable: binary.LittleEndian.Uint64(b), Generation: binary.LittleEndian.Uint32(b[8:])}
+	b := (*[12]byte)(r[i*MemberSize:])
+	return island.MemberID{Stable: binary.LittleEndian.Uint64(b[:8]), Generation: binary.LittleEndian.Uint32(b[8:])}
 }
 
 // Member decodes record i. It does not check finiteness; records that came
