@@ -37,9 +37,6 @@ func TestSegmentSeed(t *testing.T) {
 			t.Fatalf("member %d not from the right frame: %+v", i, p)
 		}
 	}
-	if naive := 2 + (102.0-2)*0.5; naive != 52 {
-		t.Fatal("arithmetic")
-	}
 }
 
 func TestModes(t *testing.T) {
@@ -137,8 +134,8 @@ func TestOneFramePairProperty(t *testing.T) {
 				if p != want {
 					t.Fatalf("iter %d r=%d member %d (%v): pose not explained by the island's frame pair: %+v vs %+v (L %v R %v alpha %v)", iter, at, i, v.Mode, p, want, v.Left, v.Right, v.Alpha)
 				}
-				if v.Handles[i] != v.Handles[i] || v.Handles[i].Gen == 0 {
-					t.Fatal("bad handle")
+				if v.Handles[i].Gen == 0 {
+					t.Fatal("member without a live handle")
 				}
 			}
 		}

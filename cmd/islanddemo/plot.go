@@ -102,29 +102,25 @@ func drawPlot(path string, rep *report, sers []series) error {
 		plots[i] = []*plot.Plot{p}
 	}
 	width, height := 11*vg.Inch, vg.Length(rows)*3.2*vg.Inch
+	var cv vg.CanvasWriterTo
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg":
-		cv := vgsvg.New(width, height)
-		drawAligned(plots, rows, draw.New(cv))
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = cv.WriteTo(f)
-		return err
+		cv = vgsvg.New(width, height)
 	case ".png":
-		cv := vgimg.New(width, height)
-		drawAligned(plots, rows, draw.New(cv))
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = vgimg.PngCanvas{Canvas: cv}.WriteTo(f)
+		cv = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
+	default:
+		return fmt.Errorf("plot file must end in .png or .svg: %s", path)
+	}
+	drawAligned(plots, rows, draw.New(cv))
+	f, err := os.Create(path)
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("plot file must end in .png or .svg: %s", path)
+	if _, err := cv.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // drawAligned lays the plots out in one column with aligned axes.
