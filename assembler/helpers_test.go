@@ -2,7 +2,6 @@ package assembler
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/islandsync/islandsync/codec"
@@ -94,18 +93,6 @@ func sameFrame(out *Frame, want *island.Frame) bool {
 	}
 	var dec island.Frame
 	return out.Decode(&dec) && dec.Equal(want)
-}
-
-func cloneFrame(f *Frame) island.Frame {
-	var g island.Frame
-	f.Decode(&g)
-	return g
-}
-
-func shuffled[T any](r *rand.Rand, s []T) []T {
-	out := append([]T(nil), s...)
-	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
 }
 
 func digestOf(f *island.Frame) uint64 { d, _ := codec.FrameDigest(f, nil); return d }

@@ -1,11 +1,9 @@
 package physics
 
 import (
-	"encoding/binary"
 	"math"
 	"slices"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/jakecoffman/cp/v2"
 
 	"github.com/islandsync/islandsync/island"
@@ -62,8 +60,6 @@ type Island struct {
 	Members  []*Body         // ascending MemberID
 	Joints   []*Joint
 	Fresh    bool // the next frame is the island's first under this topology: Initial
-	memberH  uint64
-	jointH   uint64
 }
 
 // Manifest returns the island's topology manifest.
@@ -297,8 +293,7 @@ func (w *World) refresh() {
 	}
 	w.dirty = false
 	parent := map[uint64]uint64{}
-	var find func(x uint64) uint64
-	find = func(x uint64) uint64 {
+	find := func(x uint64) uint64 {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]
@@ -351,7 +346,6 @@ func (w *World) refresh() {
 		})
 		id := uint32(members[0].ID.Stable)
 		joints := jointsOf[root]
-		mh, jh := hashMembers(members), hashJoints(joints)
 		is := w.islands[id]
 		if is == nil && w.retired[id] != nil {
 			// The id comes back: continue its counters so no observer
@@ -364,12 +358,12 @@ func (w *World) refresh() {
 		} else if is == nil {
 			is = &Island{ID: id, Topology: 1, Config: 1, Epoch: 1, Owner: w.DefaultOwner, Fresh: true}
 			w.events = append(w.events, Event{IslandFormed, id})
-		} else if is.memberH != mh || is.jointH != jh {
+		} else if !slices.Equal(is.Members, members) || !slices.Equal(is.Joints, joints) {
 			is.Topology++
 			is.Fresh = true
 			w.events = append(w.events, Event{IslandChanged, id})
 		}
-		is.Members, is.Joints, is.memberH, is.jointH = members, joints, mh, jh
+		is.Members, is.Joints = members, joints
 		next[id] = is
 		ordered = append(ordered, is)
 	}
@@ -381,29 +375,6 @@ func (w *World) refresh() {
 	}
 	slices.SortFunc(ordered, func(a, b *Island) int { return int(a.ID) - int(b.ID) })
 	w.islands, w.ordered = next, ordered
-}
-
-func hashMembers(ms []*Body) uint64 {
-	var d xxhash.Digest
-	d.Reset()
-	var b [12]byte
-	for _, m := range ms {
-		binary.LittleEndian.PutUint64(b[:], m.ID.Stable)
-		binary.LittleEndian.PutUint32(b[8:], m.ID.Generation)
-		_, _ = d.Write(b[:])
-	}
-	return d.Sum64()
-}
-
-func hashJoints(js []*Joint) uint64 {
-	var d xxhash.Digest
-	d.Reset()
-	var b [4]byte
-	for _, j := range js {
-		binary.LittleEndian.PutUint32(b[:], j.Spec.ID)
-		_, _ = d.Write(b[:])
-	}
-	return d.Sum64()
 }
 
 // Sample captures the whole island at the current simulation time into dst,

@@ -177,7 +177,7 @@ func (s *Store) recover(h *history, v *View, left, right *validator.Validated, n
 				Angle: shortestArc(h.shown[i].Angle - v.Poses[i].Angle),
 			}
 			h.offsets[i] = o
-			worst = max(worst, hypot(o.X, o.Y))
+			worst = max(worst, math.Hypot(o.X, o.Y))
 		}
 		s.stats.CorrectionLast = worst
 		s.stats.CorrectionMax = max(s.stats.CorrectionMax, worst)

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"math"
-
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/validator"
 )
@@ -86,8 +84,6 @@ type history struct {
 	offsets    []island.State // recovery offsets (x, y, angle used)
 	smoothFrom int64          // local time the decay started
 	smoothing  bool
-	extrap     int64 // accumulated µs in Extrapolate
-	stale      int64 // accumulated µs in Stale (whole-island freeze)
 	lastEval   int64
 	evaluated  bool
 	leaseAt    int64 // local time of the last lease change, for hand-off latency
@@ -237,5 +233,3 @@ func (s *Store) Stats() Stats {
 	}
 	return st
 }
-
-func hypot(x, y float64) float64 { return math.Sqrt(x*x + y*y) }

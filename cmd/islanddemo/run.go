@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"slices"
 	"sort"
 
@@ -220,13 +221,6 @@ func pct(v []float64, p float64) float64 {
 }
 
 func round(v float64, digits int) float64 {
-	f := 1.0
-	for i := 0; i < digits; i++ {
-		f *= 10
-	}
-	r := float64(int64(v*f+0.5)) / f
-	if v < 0 {
-		r = -float64(int64(-v*f+0.5)) / f
-	}
-	return r
+	f := math.Pow10(digits)
+	return math.Round(v*f) / f
 }

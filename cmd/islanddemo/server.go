@@ -124,14 +124,16 @@ func (s *server) send(f *island.Frame) {
 	}
 	s.framesSent++
 	s.maxFragments = max(s.maxFragments, s.enc.FragmentCount(len(f.Members)))
-	// The server's own joint error on what it sampled: the floor.
-	poses := map[island.MemberID]island.State{}
-	for _, m := range f.Members {
-		poses[m.ID] = m.State
-	}
+	// The server's own joint error on what it sampled, the floor: every
+	// frame is sampled from the world at this very step, so the world's
+	// bodies hold exactly the sampled poses.
 	src := func(id island.MemberID) (float64, float64, float64, bool) {
-		st, ok := poses[id]
-		return st.X, st.Y, st.Angle, ok
+		b := s.w.Body(id)
+		if b == nil {
+			return 0, 0, 0, false
+		}
+		p := b.B.Position()
+		return p.X, p.Y, b.B.Angle(), true
 	}
 	is := s.w.Island(f.Key.Island)
 	if is == nil {

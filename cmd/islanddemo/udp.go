@@ -17,8 +17,6 @@ type udpTransport struct {
 	server, relay, client *net.UDPConn
 	relayAddr, clientAddr *net.UDPAddr
 	buf                   []byte
-	inRelay, inClient     int
-	written, readBack     uint64
 }
 
 func newUDPTransport(link *netsim.Link) (*udpTransport, error) {
