@@ -26,14 +26,26 @@
 // Every record type has an Append method or function, a size constant and a
 // Parse function returning (value, consumed, error).
 //
+// # Control messages
+//
+// The reliable control stream (server → observer: Welcome, Announce,
+// Destroy, Lease, Manifest, Forget; observer → server: Subscribe, Ack) uses
+// the same style: each message type implements Message (Type, Size,
+// Append), and ParseControl reads one message under ControlLimits. A stream
+// reader calls ControlLength on the first bytes to learn how many to wait
+// for; the cap is checked before anything is buffered.
+//
+//	b = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(b)
+//	msg, n, err := codec.ParseControl(b, &lim) // msg.(codec.Lease)
+//
 // # Guarantees
 //
 //   - Encoding never depends on host byte order, struct layout or word size:
 //     integers go through encoding/binary.LittleEndian one field at a time and
 //     floats as their IEEE-754 binary64 bit patterns. No unsafe.
 //   - Decoding is total: any byte string yields fragments or an error wrapping
-//     one of ErrTruncated, ErrBadMagic, ErrVersion, ErrLimit, ErrMalformed or
-//     ErrNonFinite. Every declared length and count is checked against the
+//     one of ErrTruncated, ErrBadMagic, ErrVersion, ErrLimit, ErrMalformed,
+//     ErrNonFinite or (control messages) ErrUnknownType; Reason names it. Every declared length and count is checked against the
 //     bytes present and the configured caps (in the unsigned domain, so 32-bit
 //     targets cannot overflow) before anything is sized from it. A datagram
 //     with any bad record yields no fragment at all.

@@ -22,6 +22,9 @@ var (
 	ErrMalformed = errors.New("codec: malformed")
 	// ErrNonFinite: a state float is NaN or ±Inf.
 	ErrNonFinite = errors.New("codec: non-finite float")
+	// ErrUnknownType: a control message's type byte names no message of
+	// this protocol version.
+	ErrUnknownType = errors.New("codec: unknown message type")
 	// ErrEmptyFrame: the encoder was given a frame without members.
 	ErrEmptyFrame = errors.New("codec: empty frame")
 )
@@ -46,4 +49,26 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func fail(err error, off int, field string) error {
 	return &Error{Offset: off, Field: field, Err: err}
+}
+
+// sentinels lists every sentinel with its short reason name.
+var sentinels = [...]struct {
+	err  error
+	name string
+}{
+	{ErrTruncated, "truncated"}, {ErrBadMagic, "bad-magic"}, {ErrVersion, "unknown-version"},
+	{ErrLimit, "limit"}, {ErrMalformed, "malformed"}, {ErrNonFinite, "non-finite"},
+	{ErrUnknownType, "unknown-type"}, {ErrEmptyFrame, "empty-frame"},
+}
+
+// Reason returns the short, kebab-case name of the sentinel err wraps
+// ("truncated", "bad-magic", …), for counters and logs, or "" when err wraps
+// none of this package's sentinels.
+func Reason(err error) string {
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.name
+		}
+	}
+	return ""
 }

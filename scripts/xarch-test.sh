@@ -16,7 +16,7 @@ if ! command -v qemu-s390x-static >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >/dev/null
 fi
 
-pkgs=(./island ./codec)
+pkgs=(./island ./codec)  # codec holds the frame and the control records
 run() {
   local qemu=$1; shift
   echo "xarch: $* go test ${pkgs[*]} (exec $qemu)"

@@ -1,0 +1,525 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/islandsync/islandsync/island"
+)
+
+// ControlVersion is the control protocol version a Welcome carries. It
+// changes whenever a control record's layout or meaning changes.
+const ControlVersion = 1
+
+// ControlHeaderSize is the envelope before every control message body: a
+// u32 length (bytes after the length field) and a u8 message type.
+const ControlHeaderSize = 5
+
+// idSize is one member identity on the wire: u64 stable id, u32 generation.
+const idSize = 12
+
+// Control message limits. Each bounds what a peer on the control stream can
+// make the other side allocate.
+const (
+	// DefaultMaxControlMessage is the default cap on one control message's
+	// length field: enough for an Announce of every identity a default
+	// registry holds.
+	DefaultMaxControlMessage = 1 << 20
+	// DefaultMaxControlIDs caps the identities in one Announce or Destroy.
+	DefaultMaxControlIDs = 1 << 16
+	// DefaultMaxControlIslands caps the islands one Subscribe or Ack names.
+	DefaultMaxControlIslands = 4096
+)
+
+// ControlLimits caps what ParseControl accepts. The zero value means every
+// default; the member cap of a Manifest is Config.MaxMembers.
+type ControlLimits struct {
+	// MaxMessage caps the length field in bytes. Zero means DefaultMaxControlMessage.
+	MaxMessage int
+	// MaxIDs caps identities per Announce or Destroy. Zero means DefaultMaxControlIDs.
+	MaxIDs int
+	// MaxMembers caps a Manifest's members. Zero means DefaultMaxMembers.
+	MaxMembers int
+	// MaxIslands caps islands per Subscribe or Ack. Zero means DefaultMaxControlIslands.
+	MaxIslands int
+}
+
+// WithDefaults returns l with zero fields replaced by their defaults.
+func (l ControlLimits) WithDefaults() ControlLimits {
+	if l.MaxMessage <= 0 {
+		l.MaxMessage = DefaultMaxControlMessage
+	}
+	if l.MaxIDs <= 0 {
+		l.MaxIDs = DefaultMaxControlIDs
+	}
+	if l.MaxMembers <= 0 {
+		l.MaxMembers = DefaultMaxMembers
+	}
+	if l.MaxIslands <= 0 {
+		l.MaxIslands = DefaultMaxControlIslands
+	}
+	return l
+}
+
+// MessageType is the type byte of a control message.
+type MessageType uint8
+
+// Control message types. Server → observer types are below 0x10, observer →
+// server types from 0x10.
+const (
+	TypeWelcome   MessageType = 0x01
+	TypeAnnounce  MessageType = 0x02
+	TypeDestroy   MessageType = 0x03
+	TypeLease     MessageType = 0x04
+	TypeManifest  MessageType = 0x05
+	TypeForget    MessageType = 0x06
+	TypeSubscribe MessageType = 0x10
+	TypeAck       MessageType = 0x11
+)
+
+func (t MessageType) String() string {
+	switch t {
+	case TypeWelcome:
+		return "welcome"
+	case TypeAnnounce:
+		return "announce"
+	case TypeDestroy:
+		return "destroy"
+	case TypeLease:
+		return "lease"
+	case TypeManifest:
+		return "manifest"
+	case TypeForget:
+		return "forget"
+	case TypeSubscribe:
+		return "subscribe"
+	case TypeAck:
+		return "ack"
+	}
+	return fmt.Sprintf("type-0x%02x", uint8(t))
+}
+
+// FromServer reports whether messages of type t travel from the authority
+// to observers.
+func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypeForget }
+
+// Message is one control message. Every implementation is a value type of
+// this package; Append writes the whole message, envelope included.
+type Message interface {
+	Type() MessageType
+	// Size returns the encoded size in bytes, envelope included.
+	Size() int
+	// Append appends the encoded message to b.
+	Append(b []byte) []byte
+}
+
+// Welcome is the first message the authority sends on a connection.
+type Welcome struct {
+	Version uint8 // control protocol version; ControlVersion
+	// Timeline names the authority's simulation clock. It changes when the
+	// authority restarts; authority times of different timelines are unrelated.
+	Timeline uint64
+	// SendPeriod is the broadcast period in microseconds; at least 1.
+	SendPeriod uint32
+	// MaxDatagram is the datagram cap the authority encodes this observer's
+	// frames for, in bytes; MinMaxDatagram … MaxMaxDatagram.
+	MaxDatagram uint16
+}
+
+// Announce says that identities come into existence at authority time Time.
+type Announce struct {
+	Time island.Time // authority µs the identities take effect
+	IDs  []island.MemberID
+}
+
+// Destroy says that identities (these generations) are retired at authority
+// time Time; receivers tombstone them so late records never revive them.
+type Destroy struct {
+	Time island.Time
+	IDs  []island.MemberID
+}
+
+// Lease is an island's current authority: owner and epoch.
+type Lease island.Lease
+
+// Manifest is an island's current member list under one topology generation
+// and config revision. Members are in manifest order.
+type Manifest island.Manifest
+
+// Forget says an island id no longer exists (it merged or emptied).
+type Forget struct{ Island uint32 }
+
+// Subscribe tells the authority which islands an observer wants. All means
+// every island; otherwise Islands lists them in strictly ascending order (an
+// empty list subscribes to nothing).
+type Subscribe struct {
+	All     bool
+	Islands []uint32
+}
+
+// AckEntry acknowledges committed frames of one island stream: Newest, and
+// each frame Newest.Seq−1−i of the same stream for every set bit i of Prior.
+type AckEntry struct {
+	Newest island.Key
+	Prior  uint32
+}
+
+// Ack lists, per island, which committed frames the observer holds.
+type Ack struct{ Entries []AckEntry }
+
+func (Welcome) Type() MessageType   { return TypeWelcome }
+func (Announce) Type() MessageType  { return TypeAnnounce }
+func (Destroy) Type() MessageType   { return TypeDestroy }
+func (Lease) Type() MessageType     { return TypeLease }
+func (Manifest) Type() MessageType  { return TypeManifest }
+func (Forget) Type() MessageType    { return TypeForget }
+func (Subscribe) Type() MessageType { return TypeSubscribe }
+func (Ack) Type() MessageType       { return TypeAck }
+
+// Body sizes of the fixed parts.
+const (
+	welcomeBody   = 1 + 8 + 4 + 2
+	idListHead    = 8 + 4 // time, count
+	leaseBody     = 12
+	manifestHead  = 16
+	forgetBody    = 4
+	subscribeHead = 1 + 4
+	ackHead       = 4
+	ackEntrySize  = 24
+)
+
+func (Welcome) Size() int     { return ControlHeaderSize + welcomeBody }
+func (m Announce) Size() int  { return ControlHeaderSize + idListHead + idSize*len(m.IDs) }
+func (m Destroy) Size() int   { return ControlHeaderSize + idListHead + idSize*len(m.IDs) }
+func (Lease) Size() int       { return ControlHeaderSize + leaseBody }
+func (m Manifest) Size() int  { return ControlHeaderSize + manifestHead + idSize*len(m.Members) }
+func (Forget) Size() int      { return ControlHeaderSize + forgetBody }
+func (m Subscribe) Size() int { return ControlHeaderSize + subscribeHead + 4*len(m.Islands) }
+func (m Ack) Size() int       { return ControlHeaderSize + ackHead + ackEntrySize*len(m.Entries) }
+
+func appendEnvelope(b []byte, m Message) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(m.Size()-4))
+	return append(b, byte(m.Type()))
+}
+
+func appendIDs(b []byte, ids []island.MemberID) []byte {
+	for _, id := range ids {
+		b = binary.LittleEndian.AppendUint64(b, id.Stable)
+		b = binary.LittleEndian.AppendUint32(b, id.Generation)
+	}
+	return b
+}
+
+func (m Welcome) Append(b []byte) []byte {
+	b = appendEnvelope(b, m)
+	b = append(b, m.Version)
+	b = binary.LittleEndian.AppendUint64(b, m.Timeline)
+	b = binary.LittleEndian.AppendUint32(b, m.SendPeriod)
+	return binary.LittleEndian.AppendUint16(b, m.MaxDatagram)
+}
+
+func appendIDList(b []byte, m Message, t island.Time, ids []island.MemberID) []byte {
+	b = appendEnvelope(b, m)
+	b = binary.LittleEndian.AppendUint64(b, uint64(t))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ids)))
+	return appendIDs(b, ids)
+}
+
+func (m Announce) Append(b []byte) []byte { return appendIDList(b, m, m.Time, m.IDs) }
+func (m Destroy) Append(b []byte) []byte  { return appendIDList(b, m, m.Time, m.IDs) }
+
+func (m Lease) Append(b []byte) []byte {
+	b = appendEnvelope(b, m)
+	b = binary.LittleEndian.AppendUint32(b, m.Island)
+	b = binary.LittleEndian.AppendUint32(b, m.Epoch)
+	return binary.LittleEndian.AppendUint32(b, uint32(m.Owner))
+}
+
+func (m Manifest) Append(b []byte) []byte {
+	b = appendEnvelope(b, m)
+	b = binary.LittleEndian.AppendUint32(b, m.Island)
+	b = binary.LittleEndian.AppendUint32(b, m.Topology)
+	b = binary.LittleEndian.AppendUint32(b, m.Config)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Members)))
+	return appendIDs(b, m.Members)
+}
+
+func (m Forget) Append(b []byte) []byte {
+	return binary.LittleEndian.AppendUint32(appendEnvelope(b, m), m.Island)
+}
+
+func (m Subscribe) Append(b []byte) []byte {
+	b = appendEnvelope(b, m)
+	mode := byte(1)
+	if m.All {
+		mode = 0
+	}
+	b = append(b, mode)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Islands)))
+	for _, id := range m.Islands {
+		b = binary.LittleEndian.AppendUint32(b, id)
+	}
+	return b
+}
+
+func (m Ack) Append(b []byte) []byte {
+	b = appendEnvelope(b, m)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Entries)))
+	for _, e := range m.Entries {
+		k := e.Newest
+		b = binary.LittleEndian.AppendUint32(b, k.Island)
+		b = binary.LittleEndian.AppendUint32(b, k.Epoch)
+		b = binary.LittleEndian.AppendUint32(b, k.Topology)
+		b = binary.LittleEndian.AppendUint32(b, k.Config)
+		b = binary.LittleEndian.AppendUint32(b, k.Seq)
+		b = binary.LittleEndian.AppendUint32(b, e.Prior)
+	}
+	return b
+}
+
+// ControlLength reads the envelope at the start of b and returns the whole
+// message size (length field included) without parsing the body, so a stream
+// reader knows how many bytes to wait for. It returns ErrTruncated while
+// fewer than ControlHeaderSize bytes are present, and ErrLimit or
+// ErrMalformed for a length no message of lim can have.
+func ControlLength(b []byte, lim *ControlLimits) (int, error) {
+	if len(b) < ControlHeaderSize {
+		return 0, fail(ErrTruncated, len(b), "control envelope")
+	}
+	n := binary.LittleEndian.Uint32(b)
+	switch {
+	case n == 0:
+		return 0, fail(ErrMalformed, 0, "control length")
+	case uint64(n) > uint64(lim.MaxMessage):
+		return 0, fail(ErrLimit, 0, "control length")
+	}
+	return 4 + int(n), nil
+}
+
+// ParseControl reads one whole control message from the start of b under
+// lim (defaults applied). It returns the message and the bytes consumed, or
+// an error wrapping ErrTruncated (b holds less than the envelope claims),
+// ErrLimit, ErrMalformed, ErrVersion or ErrUnknownType. Nothing is allocated
+// from a count before it is checked against the bytes present. The encoding
+// is canonical: a message that parses re-encodes to the identical bytes.
+func ParseControl(b []byte, lim *ControlLimits) (Message, int, error) {
+	total, err := ControlLength(b, lim)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(b) < total {
+		return nil, 0, fail(ErrTruncated, len(b), "control body")
+	}
+	p := ctlParser{b: b[ControlHeaderSize:total], off: ControlHeaderSize}
+	var m Message
+	switch t := MessageType(b[4]); t {
+	case TypeWelcome:
+		m, err = p.welcome()
+	case TypeAnnounce:
+		var a Announce
+		a.Time, a.IDs, err = p.idList(lim.MaxIDs)
+		m = a
+	case TypeDestroy:
+		var d Destroy
+		d.Time, d.IDs, err = p.idList(lim.MaxIDs)
+		m = d
+	case TypeLease:
+		m, err = p.lease()
+	case TypeManifest:
+		m, err = p.manifest(lim.MaxMembers)
+	case TypeForget:
+		m, err = p.forget()
+	case TypeSubscribe:
+		m, err = p.subscribe(lim.MaxIslands)
+	case TypeAck:
+		m, err = p.ack(lim.MaxIslands)
+	default:
+		return nil, 0, fail(ErrUnknownType, 4, "control type")
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(p.b) != 0 {
+		return nil, 0, fail(ErrMalformed, p.off, "control trailing bytes")
+	}
+	return m, total, nil
+}
+
+// ctlParser reads fields from a message body; off is the offset of b[0] in
+// the whole message, for error reports.
+type ctlParser struct {
+	b   []byte
+	off int
+}
+
+func (p *ctlParser) need(n int, field string) error {
+	if len(p.b) < n {
+		return fail(ErrTruncated, p.off+len(p.b), field)
+	}
+	return nil
+}
+
+func (p *ctlParser) u8() uint8 {
+	v := p.b[0]
+	p.b, p.off = p.b[1:], p.off+1
+	return v
+}
+
+func (p *ctlParser) u16() uint16 {
+	v := binary.LittleEndian.Uint16(p.b)
+	p.b, p.off = p.b[2:], p.off+2
+	return v
+}
+
+func (p *ctlParser) u32() uint32 {
+	v := binary.LittleEndian.Uint32(p.b)
+	p.b, p.off = p.b[4:], p.off+4
+	return v
+}
+
+func (p *ctlParser) u64() uint64 {
+	v := binary.LittleEndian.Uint64(p.b)
+	p.b, p.off = p.b[8:], p.off+8
+	return v
+}
+
+// count reads a u32 count of items of size bytes each and checks it against
+// max and against the bytes that remain, before anything is allocated.
+func (p *ctlParser) count(size, max int, field string) (int, error) {
+	if err := p.need(4, field); err != nil {
+		return 0, err
+	}
+	at := p.off
+	n := p.u32()
+	switch {
+	case uint64(n) > uint64(max):
+		return 0, fail(ErrLimit, at, field)
+	case uint64(n)*uint64(size) > uint64(len(p.b)):
+		return 0, fail(ErrTruncated, p.off+len(p.b), field)
+	}
+	return int(n), nil
+}
+
+func (p *ctlParser) ids(n int) []island.MemberID {
+	ids := make([]island.MemberID, n)
+	for i := range ids {
+		ids[i].Stable = p.u64()
+		ids[i].Generation = p.u32()
+	}
+	return ids
+}
+
+func (p *ctlParser) welcome() (Welcome, error) {
+	var w Welcome
+	if err := p.need(welcomeBody, "welcome"); err != nil {
+		return w, err
+	}
+	at := p.off
+	w.Version, w.Timeline, w.SendPeriod, w.MaxDatagram = p.u8(), p.u64(), p.u32(), p.u16()
+	switch {
+	case w.Version != ControlVersion:
+		return Welcome{}, fail(ErrVersion, at, "welcome version")
+	case w.SendPeriod == 0:
+		return Welcome{}, fail(ErrMalformed, at+9, "welcome send period")
+	case w.MaxDatagram < MinMaxDatagram:
+		return Welcome{}, fail(ErrMalformed, at+13, "welcome max datagram")
+	}
+	return w, nil
+}
+
+func (p *ctlParser) idList(max int) (island.Time, []island.MemberID, error) {
+	if err := p.need(8, "time"); err != nil {
+		return 0, nil, err
+	}
+	t := island.Time(p.u64())
+	at := p.off
+	n, err := p.count(idSize, max, "identity count")
+	if err != nil {
+		return 0, nil, err
+	}
+	if n == 0 {
+		return 0, nil, fail(ErrMalformed, at, "identity count")
+	}
+	return t, p.ids(n), nil
+}
+
+func (p *ctlParser) lease() (Lease, error) {
+	if err := p.need(leaseBody, "lease"); err != nil {
+		return Lease{}, err
+	}
+	return Lease{Island: p.u32(), Epoch: p.u32(), Owner: island.SenderID(p.u32())}, nil
+}
+
+func (p *ctlParser) manifest(max int) (Manifest, error) {
+	if err := p.need(12, "manifest"); err != nil {
+		return Manifest{}, err
+	}
+	m := Manifest{Island: p.u32(), Topology: p.u32(), Config: p.u32()}
+	at := p.off
+	n, err := p.count(idSize, max, "member count")
+	if err != nil {
+		return Manifest{}, err
+	}
+	if n == 0 {
+		return Manifest{}, fail(ErrMalformed, at, "member count")
+	}
+	m.Members = p.ids(n)
+	return m, nil
+}
+
+func (p *ctlParser) forget() (Forget, error) {
+	if err := p.need(forgetBody, "forget"); err != nil {
+		return Forget{}, err
+	}
+	return Forget{Island: p.u32()}, nil
+}
+
+func (p *ctlParser) subscribe(max int) (Subscribe, error) {
+	if err := p.need(1, "subscribe mode"); err != nil {
+		return Subscribe{}, err
+	}
+	at := p.off
+	mode := p.u8()
+	if mode > 1 {
+		return Subscribe{}, fail(ErrMalformed, at, "subscribe mode")
+	}
+	at = p.off
+	n, err := p.count(4, max, "island count")
+	if err != nil {
+		return Subscribe{}, err
+	}
+	s := Subscribe{All: mode == 0}
+	if s.All {
+		if n != 0 {
+			return Subscribe{}, fail(ErrMalformed, at, "island count")
+		}
+		return s, nil
+	}
+	s.Islands = make([]uint32, n)
+	for i := range s.Islands {
+		at = p.off
+		s.Islands[i] = p.u32()
+		if i > 0 && s.Islands[i] <= s.Islands[i-1] {
+			return Subscribe{}, fail(ErrMalformed, at, "island order")
+		}
+	}
+	return s, nil
+}
+
+func (p *ctlParser) ack(max int) (Ack, error) {
+	n, err := p.count(ackEntrySize, max, "ack count")
+	if err != nil {
+		return Ack{}, err
+	}
+	a := Ack{Entries: make([]AckEntry, n)}
+	for i := range a.Entries {
+		e := &a.Entries[i]
+		at := p.off
+		e.Newest = island.Key{Island: p.u32(), Epoch: p.u32(), Topology: p.u32(), Config: p.u32(), Seq: p.u32()}
+		e.Prior = p.u32()
+		if i > 0 && e.Newest.Island <= a.Entries[i-1].Newest.Island {
+			return Ack{}, fail(ErrMalformed, at, "ack island order")
+		}
+	}
+	return a, nil
+}
