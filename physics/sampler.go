@@ -17,7 +17,7 @@ type Sampler struct {
 
 // NewSampler broadcasts every island sendHz times per second of simulation.
 func NewSampler(w *World, sendHz int) *Sampler {
-	every := int64(w.StepHz / sendHz)
+	every := int64(w.StepHz / max(sendHz, 1)) // a rate of 0 or below sends once per second of steps
 	if every < 1 {
 		every = 1
 	}

@@ -92,6 +92,10 @@ type World struct {
 	retired  map[uint32]*Island // islands whose id disappeared; revived with their counters
 	ordered  []*Island
 	dirty    bool
+	// TimeBase is added to every authority time the world reports, so a
+	// world started later on a running authority timeline continues it. Zero
+	// means the world's time starts at 0.
+	TimeBase island.Time
 	// DefaultOwner is the sender that owns newly formed islands.
 	DefaultOwner island.SenderID
 	// Events receives topology changes since the last call to TakeEvents.
@@ -122,8 +126,16 @@ func NewWorld(stepHz int) *World {
 	return &World{Space: s, StepHz: stepHz, bodies: map[uint64]*Body{}, islands: map[uint32]*Island{}, retired: map[uint32]*Island{}, nextBody: 1, nextJ: 1, DefaultOwner: 1}
 }
 
-// Time returns the simulation time in microseconds.
-func (w *World) Time() island.Time { return island.Time(w.steps * 1_000_000 / int64(w.StepHz)) }
+// Time returns the simulation time in microseconds: TimeBase plus the
+// steps run so far.
+func (w *World) Time() island.Time {
+	return w.TimeBase + island.Time(w.steps*1_000_000/int64(w.StepHz))
+}
+
+// SetIDBase makes the next body's stable id first (and the following ones
+// count up from it), so several worlds on one authority timeline never share
+// an identity or an island id. Call it before adding bodies.
+func (w *World) SetIDBase(first uint64) { w.nextBody = first }
 
 // Steps returns how many steps have run.
 func (w *World) Steps() int64 { return w.steps }

@@ -41,7 +41,11 @@
 //
 // # Usage
 //
-//	clock.Observe(now, vf.Key().Epoch, vf.Time()) // after a successful Commit
+//	// After a successful Commit. timeline counts the authority's timelines
+//	// (bump it when the authority restarts); it is never an island's
+//	// ownership epoch, which would restart every island's playout at a
+//	// hand-off. package receiver does all of this for you.
+//	clock.Observe(now, timeline, vf.Time())
 //	clock.Advance(now)                            // once per render tick
 //	if r, ok := clock.R(); ok {
 //		v := st.Evaluate(islandID, r, now, clock.Generation())

@@ -21,7 +21,7 @@ type world struct {
 
 func newWorld(t testing.TB, n int, cfg Config) *world {
 	reg := validator.NewRegistry(0, 0)
-	w := &world{v: validator.New(reg), man: island.Manifest{Island: 7, Topology: 5, Config: 1},
+	w := &world{v: validator.New(reg, validator.Config{}), man: island.Manifest{Island: 7, Topology: 5, Config: 1},
 		lease: island.Lease{Island: 7, Epoch: 2, Owner: 3}}
 	for i := 0; i < n; i++ {
 		id := island.MemberID{Stable: uint64(i + 1)}

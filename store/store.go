@@ -65,11 +65,12 @@ const (
 	// CommitNoRoom: the island cap is reached.
 	CommitNoRoom
 
-	numCommitResults
+	// NumCommitResults is the number of CommitResult values.
+	NumCommitResults
 )
 
 func (r CommitResult) String() string {
-	return [...]string{"committed", "version-changed", "duplicate", "too-old", "no-room", "unknown"}[min(r, numCommitResults)]
+	return [...]string{"committed", "version-changed", "duplicate", "too-old", "no-room", "unknown"}[min(r, NumCommitResults)]
 }
 
 // history is one island's validated frames, ascending by time, all under
@@ -198,6 +199,9 @@ func (h *history) invalidate() {
 // Forget removes an island and its history.
 func (s *Store) Forget(islandID uint32) { delete(s.islands, islandID) }
 
+// Reset removes every island and its history; counters are kept.
+func (s *Store) Reset() { clear(s.islands) }
+
 // Frames returns how many frames the island's history holds.
 func (s *Store) Frames(islandID uint32) int {
 	if h := s.islands[islandID]; h != nil {
@@ -208,7 +212,7 @@ func (s *Store) Frames(islandID uint32) int {
 
 // Stats are the store's diagnostics (R7).
 type Stats struct {
-	Commits            [numCommitResults]uint64 // per CommitResult
+	Commits            [NumCommitResults]uint64 // per CommitResult
 	Invalidations      uint64                   // histories dropped wholesale on a version change
 	Recoveries         uint64                   // smoothed recoveries from extrapolation or freeze
 	Snaps              uint64                   // recoveries applied at once (flags, cut, distance)

@@ -28,7 +28,7 @@
 // # Usage
 //
 //	reg := validator.NewRegistry(0, 0)
-//	v := validator.New(reg)
+//	v := validator.New(reg, validator.Config{})
 //	v.SetLease(lease); _ = v.SetManifest(manifest); reg.Announce(id) // from reliable control messages
 //	if reason, vf := v.Validate(frame); reason == validator.OK {
 //		store.Commit(now, vf) // compare-and-commit against v.Stamp

@@ -42,8 +42,7 @@ type slot struct {
 }
 
 type tomb struct {
-	gen   uint32 // highest destroyed generation of the stable id
-	order uint64
+	gen uint32 // highest destroyed generation of the stable id
 }
 
 // Registry maps stable identities, announced reliably by the authority, to
@@ -55,7 +54,6 @@ type Registry struct {
 	live                map[uint64]uint32 // stable id → slot of its live generation
 	tombs               map[uint64]tomb
 	tombOrder           []uint64 // FIFO of stable ids with tombstones
-	tombSeq             uint64
 }
 
 // NewRegistry returns an empty registry. Zero caps mean the defaults.
@@ -146,8 +144,7 @@ func (r *Registry) tombstone(id island.MemberID) {
 		}
 		r.tombOrder = append(r.tombOrder, id.Stable)
 	}
-	r.tombSeq++
-	r.tombs[id.Stable] = tomb{gen: id.Generation, order: r.tombSeq}
+	r.tombs[id.Stable] = tomb{gen: id.Generation}
 }
 
 // Resolve returns the handle of id's live generation, or ErrTombstoned,
@@ -182,5 +179,26 @@ func (r *Registry) Identity(h Handle) (island.MemberID, bool) {
 	return r.slots[h.Slot].id, true
 }
 
-// Len returns the number of live identities.
-func (r *Registry) Len() int { return len(r.live) }
+// Reset forgets every identity and tombstone (a new authority timeline).
+// Handles issued before stay invalid: slot generations keep counting.
+func (r *Registry) Reset() {
+	for _, s := range r.live {
+		sl := &r.slots[s]
+		sl.live = false
+		sl.gen++
+		if sl.gen == 0 {
+			sl.gen = 1
+		}
+		r.free = append(r.free, s)
+	}
+	clear(r.live)
+	clear(r.tombs)
+	r.tombOrder = r.tombOrder[:0]
+}
+
+// Live calls fn for every live identity, in no particular order.
+func (r *Registry) Live(fn func(island.MemberID)) {
+	for _, s := range r.live {
+		fn(r.slots[s].id)
+	}
+}

@@ -22,26 +22,53 @@ type manifestEntry struct {
 // handle. It is a pure state machine, not safe for concurrent use; the game
 // thread owns it.
 type Validator struct {
-	reg       *Registry
-	leases    map[uint32]island.Lease
-	manifests map[uint32]*manifestEntry
-	counts    [NumReasons]uint64
-	out       Validated
-	filled    []uint32 // manifest position → stamp of the Validate call that filled it
-	call      uint32
+	reg        *Registry
+	maxIslands int
+	leases     map[uint32]island.Lease
+	manifests  map[uint32]*manifestEntry
+	counts     [NumReasons]uint64
+	out        Validated
+	filled     []uint32 // manifest position → stamp of the Validate call that filled it
+	call       uint32
 }
 
+// DefaultMaxIslands caps the islands a Validator holds a lease or manifest
+// for: it bounds what a control stream can make a receiver remember.
+const DefaultMaxIslands = 4096
+
+// Config sets a Validator's caps. The zero value means every default.
+type Config struct {
+	// MaxIslands caps the islands with a lease and, separately, the islands
+	// with a manifest. Zero means DefaultMaxIslands. A lease or manifest for
+	// a new island beyond it is refused with ErrTableFull; replacing the
+	// lease or manifest of a known island always works.
+	MaxIslands int
+}
+
+// ErrTableFull reports a lease or manifest refused because the island cap is reached.
+var ErrTableFull = errors.New("validator: island table full")
+
 // New returns a validator that resolves identities through reg.
-func New(reg *Registry) *Validator {
-	return &Validator{reg: reg, leases: make(map[uint32]island.Lease), manifests: make(map[uint32]*manifestEntry)}
+func New(reg *Registry, cfg Config) *Validator {
+	if cfg.MaxIslands <= 0 {
+		cfg.MaxIslands = DefaultMaxIslands
+	}
+	return &Validator{reg: reg, maxIslands: cfg.MaxIslands, leases: make(map[uint32]island.Lease),
+		manifests: make(map[uint32]*manifestEntry)}
 }
 
 // Registry returns the identity registry.
 func (v *Validator) Registry() *Registry { return v.reg }
 
 // SetLease records the island's current authority (a reliable hand-off
-// announcement).
-func (v *Validator) SetLease(l island.Lease) { v.leases[l.Island] = l }
+// announcement). It returns ErrTableFull for a new island beyond the cap.
+func (v *Validator) SetLease(l island.Lease) error {
+	if _, ok := v.leases[l.Island]; !ok && len(v.leases) >= v.maxIslands {
+		return ErrTableFull
+	}
+	v.leases[l.Island] = l
+	return nil
+}
 
 // Lease returns the island's current lease.
 func (v *Validator) Lease(islandID uint32) (island.Lease, bool) {
@@ -53,10 +80,15 @@ func (v *Validator) Lease(islandID uint32) (island.Lease, bool) {
 var ErrBadManifest = errors.New("validator: bad manifest")
 
 // SetManifest records the island's current topology manifest (a reliable
-// announcement). The member list is copied.
+// announcement). The member list is copied. It returns an error wrapping
+// ErrBadManifest for an empty list or a repeated member, and ErrTableFull
+// for a new island beyond the cap.
 func (v *Validator) SetManifest(m island.Manifest) error {
 	if len(m.Members) == 0 {
 		return fmt.Errorf("%w: no members", ErrBadManifest)
+	}
+	if _, ok := v.manifests[m.Island]; !ok && len(v.manifests) >= v.maxIslands {
+		return ErrTableFull
 	}
 	e := &manifestEntry{m: m, index: make(map[island.MemberID]int, len(m.Members)), handles: make([]Handle, len(m.Members))}
 	e.m.Members = append([]island.MemberID(nil), m.Members...)
@@ -69,6 +101,21 @@ func (v *Validator) SetManifest(m island.Manifest) error {
 	e.digest = e.m.Digest()
 	v.manifests[m.Island] = e
 	return nil
+}
+
+// Manifest returns the island's current manifest; its member list is the
+// validator's and must not be changed.
+func (v *Validator) Manifest(islandID uint32) (island.Manifest, bool) {
+	if e, ok := v.manifests[islandID]; ok {
+		return e.m, true
+	}
+	return island.Manifest{}, false
+}
+
+// Reset forgets every lease and manifest; counters are kept.
+func (v *Validator) Reset() {
+	clear(v.leases)
+	clear(v.manifests)
 }
 
 // Forget removes an island's lease and manifest (the island dissolved).

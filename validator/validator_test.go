@@ -29,7 +29,7 @@ type fixture struct {
 // n members 100.g0 … announced.
 func newFixture(t testing.TB, n int) *fixture {
 	reg := NewRegistry(0, 0)
-	v := New(reg)
+	v := New(reg, Config{})
 	man := island.Manifest{Island: 7, Topology: 5, Config: 1}
 	f := island.Frame{Sender: 3, Key: island.Key{Island: 7, Epoch: 2, Topology: 5, Config: 1, Seq: 9}, Time: 1_000_000}
 	for i := 0; i < n; i++ {
@@ -253,5 +253,41 @@ func TestValidateDoesNotAllocate(t *testing.T) {
 	fx.v.Validate(w)
 	if n := testing.AllocsPerRun(50, func() { fx.v.Validate(w) }); n != 0 {
 		t.Fatalf("Validate allocates %v", n)
+	}
+}
+
+// TestIslandCaps: leases and manifests of new islands beyond the cap are
+// refused; known islands can always be updated.
+func TestIslandCaps(t *testing.T) {
+	v := New(NewRegistry(0, 0), Config{MaxIslands: 2})
+	man := func(id uint32) island.Manifest {
+		return island.Manifest{Island: id, Topology: 1, Config: 1, Members: []island.MemberID{{Stable: uint64(id)}}}
+	}
+	for id := uint32(1); id <= 2; id++ {
+		if err := v.SetLease(island.Lease{Island: id, Epoch: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.SetManifest(man(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := v.SetLease(island.Lease{Island: 3, Epoch: 1}); !errors.Is(err, ErrTableFull) {
+		t.Fatalf("third lease: %v", err)
+	}
+	if err := v.SetManifest(man(3)); !errors.Is(err, ErrTableFull) {
+		t.Fatalf("third manifest: %v", err)
+	}
+	if err := v.SetLease(island.Lease{Island: 2, Epoch: 5}); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if l, _ := v.Lease(2); l.Epoch != 5 {
+		t.Fatalf("lease not updated: %+v", l)
+	}
+	v.Forget(1)
+	if err := v.SetManifest(man(3)); err != nil {
+		t.Fatalf("after forget: %v", err)
+	}
+	if m, ok := v.Manifest(3); !ok || m.Island != 3 {
+		t.Fatal("manifest not kept")
 	}
 }

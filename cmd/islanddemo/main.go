@@ -19,9 +19,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/islandsync/islandsync/netsim"
+	"github.com/islandsync/islandsync/scenario"
 )
 
 func main() {
@@ -35,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("islanddemo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		names     = fs.String("scenario", "all", "comma-separated scenarios: "+scenarioNames()+", or all")
+		names     = fs.String("scenario", "all", "comma-separated scenarios: "+scenario.Names()+", or all")
 		duration  = fs.Float64("duration", 6, "simulated seconds per scenario")
 		seed      = fs.Uint64("seed", 1, "seed for the network and the adversary; the same seed gives the same report")
 		sendHz    = fs.Int("hz", 20, "broadcast rate, frames per second per island")
@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	selected, err := pick(*names)
+	selected, err := scenario.Pick(*names)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // simulate runs the selected scenarios with opt.
-func simulate(selected []scenario, opt options) (*report, []series, error) {
+func simulate(selected []scenario.Scenario, opt options) (*report, []series, error) {
 	transport := "in-memory link"
 	if opt.UDP {
 		transport = "UDP on 127.0.0.1 via impairing relay"
@@ -99,38 +99,10 @@ func simulate(selected []scenario, opt options) (*report, []series, error) {
 	for _, sc := range selected {
 		r, s, err := runScenario(sc, opt)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", sc.name, err)
+			return nil, nil, fmt.Errorf("%s: %w", sc.Name, err)
 		}
 		rep.Scenarios = append(rep.Scenarios, r)
 		sers = append(sers, s)
 	}
 	return rep, sers, nil
-}
-
-func scenarioNames() string {
-	var n []string
-	for _, s := range scenarios {
-		n = append(n, s.name)
-	}
-	return strings.Join(n, ", ")
-}
-
-func pick(names string) ([]scenario, error) {
-	if names == "all" || names == "" {
-		return scenarios, nil
-	}
-	var out []scenario
-	for _, n := range strings.Split(names, ",") {
-		found := false
-		for _, s := range scenarios {
-			if s.name == strings.TrimSpace(n) {
-				out = append(out, s)
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("unknown scenario %q (have %s)", n, scenarioNames())
-		}
-	}
-	return out, nil
 }

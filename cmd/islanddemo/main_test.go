@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/islandsync/islandsync/netsim"
+	"github.com/islandsync/islandsync/scenario"
 )
 
 func testOptions(seed uint64) options {
@@ -19,7 +20,7 @@ func testOptions(seed uint64) options {
 // half-frame and its joint error stays near the server's own, while the
 // naive receiver tears structures apart.
 func TestDemoHoldsUnderLoss(t *testing.T) {
-	rep, _, err := simulate(scenarios, testOptions(1))
+	rep, _, err := simulate(scenario.All, testOptions(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestDemoHoldsUnderLoss(t *testing.T) {
 
 // TestDemoIsReproducible: the same seed gives the same JSON, byte for byte.
 func TestDemoIsReproducible(t *testing.T) {
-	sel, _ := pick("chain,handoff,teleport")
+	sel, _ := scenario.Pick("chain,handoff,teleport")
 	a, _, _ := simulate(sel, testOptions(7))
 	b, _, _ := simulate(sel, testOptions(7))
 	c, _, _ := simulate(sel, testOptions(8))
@@ -77,7 +78,7 @@ func TestDemoIsReproducible(t *testing.T) {
 
 // TestDemoOverUDP runs one scenario through real loopback sockets.
 func TestDemoOverUDP(t *testing.T) {
-	sel, _ := pick("chain")
+	sel, _ := scenario.Pick("chain")
 	opt := testOptions(3)
 	opt.Duration = 1.5
 	mem, _, err := simulate(sel, opt)

@@ -49,6 +49,7 @@ type networkReport struct {
 type scenarioReport struct {
 	Name               string            `json:"name"`
 	About              string            `json:"about"`
+	Verdict            string            `json:"verdict"` // pass: 0 half-frames; fail; n/a: nothing committed
 	FramesSent         uint64            `json:"frames_sent"`
 	DatagramsSent      uint64            `json:"datagrams_sent"`
 	BytesSent          uint64            `json:"bytes_sent"`
@@ -75,7 +76,7 @@ func printTable(w io.Writer, r *report) {
 	fmt.Fprintf(w, "network: loss %.0f%%, burst-in %.1f%%, duplicate %.0f%%, delay %.0f ms + jitter %.0f ms, corrupt %.1f%%, adversary %v\n\n",
 		im.Loss*100, im.BurstIn*100, im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
 	for _, s := range r.Scenarios {
-		fmt.Fprintf(w, "== %s: %s\n", s.Name, s.About)
+		fmt.Fprintf(w, "== %s: %s — %s\n", s.Name, s.About, s.Verdict)
 		fmt.Fprintf(w, "   sent %d frames in %d datagrams (%d KiB, %.1f kB/s, up to %d fragments/frame); committed %d frames\n",
 			s.FramesSent, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, s.MaxFragmentsFrame, s.FramesCommitted)
 		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected\n", s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected)

@@ -5,10 +5,14 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/islandsync/islandsync/assembler"
+	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/netsim"
+	"github.com/islandsync/islandsync/physics"
+	"github.com/islandsync/islandsync/receiver"
+	"github.com/islandsync/islandsync/scenario"
 	"github.com/islandsync/islandsync/store"
-	"github.com/islandsync/islandsync/validator"
 )
 
 // options are the knobs of one demo run.
@@ -47,10 +51,21 @@ type series struct {
 }
 
 // runScenario simulates one scenario and returns its report.
-func runScenario(sc scenario, opt options) (scenarioReport, series, error) {
-	srv := newServer(sc, opt.SendHz)
-	initial := slices.Clone(srv.ctl)
-	seed := opt.Seed ^ hashName(sc.name)
+func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, error) {
+	auth, err := scenario.NewAuthority([]scenario.Scenario{sc}, opt.SendHz)
+	if err != nil {
+		return scenarioReport{}, series{}, err
+	}
+	world := auth.Worlds()[0]
+	bc, err := broadcast.New(broadcast.Config{Timeline: opt.Seed, SendPeriod: auth.Period()})
+	if err != nil {
+		return scenarioReport{}, series{}, err
+	}
+	const observer = 1
+	_ = bc.Join(observer, 0)
+	_ = bc.Subscribe(observer, codec.Subscribe{All: true})
+
+	seed := opt.Seed ^ hashName(sc.Name)
 	var tr transport = &memTransport{l: netsim.NewLink(opt.Net, seed)}
 	if opt.UDP {
 		u, err := newUDPTransport(netsim.NewLink(opt.Net, seed))
@@ -64,19 +79,26 @@ func runScenario(sc scenario, opt options) (scenarioReport, series, error) {
 	if opt.Adversary {
 		adv = netsim.NewAdversary(seed+1, opt.AdvRate)
 	}
-	period := srv.sampler.Period()
-	pipe := newPipeline(srv.w, period)
-	nv := newNaive(srv.w)
+	pipe := newPipeline(world)
+	nv := newNaive(world)
+	perFragment := codec.Config{}
+	perFragment, _ = perFragment.WithDefaults()
 
+	// The control stream is reliable and ordered: every run of bytes
+	// arrives after the one-way delay, in order.
 	type pendingCtl struct {
 		due int64
-		c   control
+		b   []byte
 	}
 	var ctlQueue []pendingCtl
-	for _, c := range initial {
-		ctlQueue = append(ctlQueue, pendingCtl{0, c})
-	}
-	const stepUS = 1_000_000 / 60
+	var floor []float64 // joint error of every sampled frame's joints
+	floorTick := 0.0    // max joint error of the frames sampled at the last broadcast
+	var ctlBuf []byte
+	var dgs []broadcast.Datagram
+	var framesSent uint64
+	maxFragments := 0
+
+	const stepUS = 1_000_000 / scenario.StepHz
 	const tickUS = 1000 // the loop's resolution
 	renderPhase := int64(7_000)
 	end := int64(opt.Duration * 1e6)
@@ -88,14 +110,30 @@ func runScenario(sc scenario, opt options) (scenarioReport, series, error) {
 	for now := int64(0); now <= end; now += tickUS {
 		if now >= nextStep {
 			nextStep += stepUS
-			dgs, ctl := srv.step()
-			for _, c := range ctl {
-				ctlQueue = append(ctlQueue, pendingCtl{now + opt.Net.Delay, c})
+			ctl, frames := auth.Step()
+			for _, m := range ctl {
+				_ = bc.Apply(m)
+			}
+			bc.Frames(frames)
+			ctlBuf, dgs = bc.Take(observer, ctlBuf[:0], dgs[:0])
+			if len(ctlBuf) > 0 {
+				ctlQueue = append(ctlQueue, pendingCtl{now + opt.Net.Delay, slices.Clone(ctlBuf)})
+			}
+			if len(frames) > 0 {
+				floorTick = 0 // a new sample replaces the floor shown
+			}
+			for _, f := range frames {
+				framesSent++
+				maxFragments = max(maxFragments, (len(f.Members)+perFragment.MembersPerFragment()-1)/perFragment.MembersPerFragment())
+				for _, e := range jointErrors(world, f.Key.Island) {
+					floor = append(floor, e)
+					floorTick = max(floorTick, e)
+				}
 			}
 			for _, dg := range dgs {
-				tr.send(now, dg)
+				tr.send(now, dg.Bytes)
 				if adv != nil {
-					for _, h := range adv.Observe(dg) {
+					for _, h := range adv.Observe(dg.Bytes) {
 						tr.inject(now+opt.Net.Delay+int64(len(h)%17)*1000, h)
 					}
 				}
@@ -104,33 +142,33 @@ func runScenario(sc scenario, opt options) (scenarioReport, series, error) {
 		// Reliable control first: it was sent no later than any datagram
 		// that depends on it could have been.
 		for len(ctlQueue) > 0 && ctlQueue[0].due <= now {
-			pipe.control(now, ctlQueue[0].c)
+			pipe.control(now, ctlQueue[0].b)
 			ctlQueue = ctlQueue[1:]
 		}
 		out = tr.deliver(now, out[:0])
 		for _, dg := range out {
-			pipe.receive(now, dg)
+			pipe.rx.Datagram(now, dg)
 			nv.receive(dg)
 		}
 		if now >= nextRender {
 			nextRender += stepUS
 			pipe.render(now)
-			islands := srv.w.Islands()
+			islands := world.Islands()
 			var ph, nh int
 			var pm, nm float64
 			pipeErrs, ph, pm = pipe.rep.Measure(islands, pipeErrs)
 			naiveErrs, nh, nm = nv.rep.Measure(islands, naiveErrs)
 			pipeHalf += ph
 			naiveHalf += nh
-			if st := pipe.clock.Stats(); st.State != store.Waiting {
+			if st := pipe.rx.Clock(); st.State != store.Waiting {
 				ages = append(ages, float64(st.SnapshotAge)/1000)
 			}
 			t := float64(now) / 1e6
 			ser.T = append(ser.T, t)
 			ser.Pipeline = append(ser.Pipeline, pm)
 			ser.Naive = append(ser.Naive, nm)
-			ser.Floor = append(ser.Floor, srv.floorTick)
-			if pipe.stale || pipe.clock.State() == store.Frozen {
+			ser.Floor = append(ser.Floor, floorTick)
+			if pipe.stale || pipe.rx.Clock().State == store.Frozen {
 				ser.Freezes = append(ser.Freezes, t)
 			}
 			if pipe.cuts {
@@ -138,26 +176,29 @@ func runScenario(sc scenario, opt options) (scenarioReport, series, error) {
 			}
 		}
 	}
+	bs := bc.Stats()
+	rs := pipe.rx.Stats()
 	rep := scenarioReport{
-		Name:               sc.name,
-		About:              sc.about,
-		FramesSent:         srv.framesSent,
-		DatagramsSent:      srv.datagramsSent,
-		BytesSent:          srv.bytesSent,
-		BandwidthKBps:      round(float64(srv.bytesSent)/opt.Duration/1000, 1),
-		MaxFragmentsFrame:  srv.maxFragments,
-		FramesCommitted:    pipe.committed,
-		Rejects:            rejects(pipe),
+		Name:               sc.Name,
+		About:              sc.About,
+		FramesSent:         framesSent,
+		DatagramsSent:      bs.Datagrams,
+		BytesSent:          bs.Bytes,
+		BandwidthKBps:      round(float64(bs.Bytes)/opt.Duration/1000, 1),
+		MaxFragmentsFrame:  maxFragments,
+		FramesCommitted:    rs.FramesCommitted,
+		Rejects:            rejects(&rs, pipe.ctlErrs),
 		Pipeline:           receiverReport{HalfFramesApplied: pipeHalf, MaxJointError: round(maxOf(pipeErrs), 4), P99JointError: round(pct(pipeErrs, 99), 4)},
 		Naive:              receiverReport{HalfFramesApplied: naiveHalf, MaxJointError: round(maxOf(naiveErrs), 4), P99JointError: round(pct(naiveErrs, 99), 4)},
-		ServerFloor:        floorReport{MaxJointError: round(maxOf(srv.floor), 4), P99JointError: round(pct(srv.floor, 99), 4)},
-		FreezeSeconds:      round(float64(pipe.st.Stats().FreezeTime+pipe.clock.Stats().FrozenTime)/1e6, 3),
-		ExtrapolateSeconds: round(float64(pipe.st.Stats().ExtrapolationTime)/1e6, 3),
+		ServerFloor:        floorReport{MaxJointError: round(maxOf(floor), 4), P99JointError: round(pct(floor, 99), 4)},
+		FreezeSeconds:      round(float64(rs.Store.FreezeTime+rs.Clock.FrozenTime)/1e6, 3),
+		ExtrapolateSeconds: round(float64(rs.Store.ExtrapolationTime)/1e6, 3),
 		SnapshotAgeP50ms:   round(pct(ages, 50), 1),
 		SnapshotAgeP95ms:   round(pct(ages, 95), 1),
-		CorrectionMaxM:     round(pipe.st.Stats().CorrectionMax, 4),
-		HandoffLatencyMs:   round(float64(pipe.st.Stats().HandoffLatencyMax)/1000, 1),
+		CorrectionMaxM:     round(rs.Store.CorrectionMax, 4),
+		HandoffLatencyMs:   round(float64(rs.Store.HandoffLatencyMax)/1000, 1),
 	}
+	rep.Verdict = verdict(rep.FramesCommitted, rep.Pipeline.HalfFramesApplied)
 	ls := tr.stats()
 	rep.Network = networkReport{Lost: ls.Lost, Duplicated: ls.Duplicated, Corrupted: ls.Corrupted}
 	if adv != nil {
@@ -167,28 +208,49 @@ func runScenario(sc scenario, opt options) (scenarioReport, series, error) {
 	return rep, ser, nil
 }
 
+// verdict is "pass" when the pipeline committed frames and showed no
+// half-frame, "fail" when it showed one, "n/a" when nothing was committed.
+func verdict(committed uint64, halfFrames int) string {
+	switch {
+	case committed == 0:
+		return "n/a"
+	case halfFrames > 0:
+		return "fail"
+	}
+	return "pass"
+}
+
+// jointErrors returns the server's own joint errors of an island as it was
+// just sampled: every frame is sampled at this very step, so the world's
+// bodies hold exactly the sampled poses.
+func jointErrors(w *physics.World, islandID uint32) []float64 {
+	is := w.Island(islandID)
+	if is == nil {
+		return nil
+	}
+	src := func(id island.MemberID) (float64, float64, float64, bool) {
+		b := w.Body(id)
+		if b == nil {
+			return 0, 0, 0, false
+		}
+		p := b.B.Position()
+		return p.X, p.Y, b.B.Angle(), true
+	}
+	var out []float64
+	for _, j := range is.Joints {
+		if e, ok := physics.JointError(&j.Spec, src); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // rejects gathers every nonzero reject counter of the pipeline, by stage.
-func rejects(p *pipeline) map[string]uint64 {
+func rejects(s *receiver.Stats, ctlErrs uint64) map[string]uint64 {
 	out := map[string]uint64{}
-	for k, v := range p.decodeErrs {
-		out["codec:"+k] = v
-	}
-	as := p.asm.Stats()
-	for o := assembler.Outcome(0); o < assembler.NumOutcomes; o++ {
-		if (o.IsReject() || o.IsDrop()) && as.Count(o) > 0 {
-			out["assembler:"+o.String()] = as.Count(o)
-		}
-	}
-	vs := p.val.Stats()
-	for r := validator.Reason(1); r < validator.NumReasons; r++ {
-		if vs.Count(r) > 0 {
-			out["validator:"+r.String()] = vs.Count(r)
-		}
-	}
-	for k, v := range p.commits {
-		if k != "committed" {
-			out["store:"+k] = v
-		}
+	s.Rejects(func(reason string, n uint64) { out[reason] = n })
+	if ctlErrs > 0 {
+		out["control:unparsable"] = ctlErrs
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package main
+package scenario
 
 import (
 	"math"
@@ -9,26 +9,27 @@ import (
 	"github.com/islandsync/islandsync/physics"
 )
 
-// scenario builds a world and scripts what happens to it during the run.
-type scenario struct {
-	name  string
-	about string
+// Scenario builds a world and scripts what happens to it during a run.
+type Scenario struct {
+	Name  string
+	About string
 	build func(w *physics.World) *script
 }
 
 // script holds the scenario's scheduled actions, by simulation step.
 type script struct {
-	actions map[int64]func(w *physics.World, s *server)
+	actions map[int64]func(w *physics.World, s *stage)
 }
 
-func (s *script) at(step int64, f func(w *physics.World, srv *server)) {
+func (s *script) at(step int64, f func(w *physics.World, st *stage)) {
 	if s.actions == nil {
-		s.actions = map[int64]func(*physics.World, *server){}
+		s.actions = map[int64]func(*physics.World, *stage){}
 	}
 	s.actions[step] = f
 }
 
-var scenarios = []scenario{
+// All lists every scenario, in the order the demo runs them.
+var All = []Scenario{
 	{"bridge", "40 planks pinned end to end between two static anchors", buildBridge},
 	{"chain", "a 160-link hanging chain: every frame needs 9+ datagrams", buildChain},
 	{"ragdolls", "24 six-body ragdolls falling on a floor: many small islands, coalesced", buildRagdolls},
@@ -137,14 +138,14 @@ func buildRagdolls(w *physics.World) *script {
 func buildBreak(w *physics.World) *script {
 	js := plankBridge(w, 40, 0, 10)
 	s := &script{}
-	s.at(120, func(w *physics.World, _ *server) { w.RemoveJoint(js[20]) })
+	s.at(120, func(w *physics.World, _ *stage) { w.RemoveJoint(js[20]) })
 	return s
 }
 
 func buildConfig(w *physics.World) *script {
 	_, js := hangingChain(w, 40, 0, 20, 0.25, physics.Slide)
 	s := &script{}
-	s.at(120, func(w *physics.World, _ *server) {
+	s.at(120, func(w *physics.World, _ *stage) {
 		for _, j := range js[1:] {
 			w.SetSlideRange(j, 0, 0.06) // the rope gets looser
 		}
@@ -155,7 +156,7 @@ func buildConfig(w *physics.World) *script {
 func buildHandoff(w *physics.World) *script {
 	ids, _ := hangingChain(w, 60, 0, 20, 0.25, physics.Pivot)
 	s := &script{}
-	s.at(150, func(w *physics.World, srv *server) { srv.handOff(uint32(ids[0].Stable), 2) })
+	s.at(150, func(w *physics.World, st *stage) { st.handOff(uint32(ids[0].Stable), 2) })
 	return s
 }
 
@@ -169,7 +170,7 @@ func buildTeleport(w *physics.World) *script {
 		w.AddJoint(physics.JointSpec{Kind: physics.Pivot, A: ids[i-1], B: ids[i], AnchorA: cp.Vector{X: 0.125}, AnchorB: cp.Vector{X: -0.125}})
 	}
 	s := &script{}
-	s.at(120, func(w *physics.World, _ *server) {
+	s.at(120, func(w *physics.World, _ *stage) {
 		// A respawn: the whole chain jumps 6 m up and 10 m along. Nothing
 		// travels the space between; observers must not draw it.
 		w.Teleport(uint32(ids[0].Stable), cp.Vector{X: 10, Y: 6})

@@ -1,0 +1,473 @@
+package broadcast
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+)
+
+// ObserverID names one observer connection; the caller chooses it.
+type ObserverID uint32
+
+// Defaults and limits.
+const (
+	// DefaultMaxObservers caps joined observers.
+	DefaultMaxObservers = 1024
+	// DefaultMaxIslands caps the live islands (leases and manifests) held.
+	DefaultMaxIslands = 4096
+	// DefaultMaxIdentities caps the live identities held.
+	DefaultMaxIdentities = 1 << 16
+	// DefaultAnnounceChunk is how many identities one catch-up Announce
+	// carries at most, keeping every message far below the control cap.
+	DefaultAnnounceChunk = 4096
+)
+
+// Config sets a Broadcaster up. Zero fields mean the documented defaults.
+type Config struct {
+	// Timeline names this authority's simulation clock in Welcome; pick a
+	// new random value at every start. Zero is a valid id.
+	Timeline uint64
+	// SendPeriod is the broadcast period announced in Welcome, µs. Zero
+	// means 50 ms.
+	SendPeriod int64
+	// Codec caps frames (members, fragments); its MaxDatagram is the cap
+	// for observers that join with cap 0.
+	Codec codec.Config
+	// MaxObservers caps joined observers. Zero means DefaultMaxObservers.
+	MaxObservers int
+	// MaxIslands caps live islands. Zero means DefaultMaxIslands.
+	MaxIslands int
+	// MaxIdentities caps live identities. Zero means DefaultMaxIdentities.
+	MaxIdentities int
+}
+
+// Errors.
+var (
+	ErrObserverLimit = errors.New("broadcast: observer limit reached")
+	ErrObserverTaken = errors.New("broadcast: observer id already joined")
+	ErrNoObserver    = errors.New("broadcast: no such observer")
+	ErrDirection     = errors.New("broadcast: not an authority message")
+	ErrTableFull     = errors.New("broadcast: island or identity table full")
+	ErrBadMessage    = errors.New("broadcast: message refused")
+)
+
+// Datagram is one encoded datagram and the islands whose fragments it
+// carries. Bytes is shared by every observer it was produced for and must not
+// be modified.
+type Datagram struct {
+	Bytes   []byte
+	Islands []uint32 // ascending, distinct
+}
+
+type observer struct {
+	id          ObserverID
+	maxDatagram int
+	all         bool
+	subs        []uint32 // ascending, when !all
+	subKey      string   // groups observers with the same subscription: "" all, "none", or 'L' + the list
+	ctl         []byte   // control bytes not yet taken
+	out         []Datagram
+	acks        map[uint32]codec.AckEntry
+}
+
+func (o *observer) wants(islandID uint32) bool {
+	if o.all {
+		return true
+	}
+	_, ok := slices.BinarySearch(o.subs, islandID)
+	return ok
+}
+
+// group is the observers that receive the same datagrams: one datagram cap
+// and one subscription. Its datagrams are encoded once per Frames call.
+type group struct {
+	maxDatagram int
+	subKey      string
+	members     []*observer
+}
+
+// Broadcaster is the authority's send path: it holds what is live
+// (identities, leases, manifests), gives each observer a Welcome and a
+// catch-up, keeps every observer's control messages in order, and turns
+// sampled frames into datagrams, encoded once per distinct datagram cap and
+// subscription and shared by every observer in it.
+//
+// It is a pure state machine: no goroutines, no clock, no I/O, not safe for
+// concurrent use. The caller drives it (Join, Subscribe, Apply, Frames) and
+// moves what it produced to the network with Take.
+type Broadcaster struct {
+	cfg       Config
+	ids       map[uint64]island.MemberID
+	leases    map[uint32]island.Lease
+	manifests map[uint32]island.Manifest
+	observers map[ObserverID]*observer
+	encoders  map[int]*codec.Encoder
+	groups    []group
+	picked    []*island.Frame
+	stats     Stats
+}
+
+// Stats are the broadcaster's counters.
+type Stats struct {
+	Frames        uint64 // frames accepted by Frames (counted once, however many observers)
+	FramesUnknown uint64 // frames skipped: no lease or manifest was applied for the island
+	FramesRefused uint64 // frames the encoder refused (non-finite, over the caps)
+	Encodings     uint64 // group encodings: one per distinct cap and subscription per call
+	Datagrams     uint64 // datagrams encoded
+	Bytes         uint64 // datagram bytes encoded
+	ControlBytes  uint64 // control bytes queued, summed over observers
+}
+
+// New returns a broadcaster with nothing live and no observer.
+func New(cfg Config) (*Broadcaster, error) {
+	c, err := cfg.Codec.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Codec = c
+	if cfg.SendPeriod <= 0 {
+		cfg.SendPeriod = 50_000
+	}
+	if cfg.SendPeriod > 1<<32-1 {
+		return nil, errors.New("broadcast: SendPeriod does not fit the Welcome")
+	}
+	if cfg.MaxObservers <= 0 {
+		cfg.MaxObservers = DefaultMaxObservers
+	}
+	if cfg.MaxIslands <= 0 {
+		cfg.MaxIslands = DefaultMaxIslands
+	}
+	if cfg.MaxIdentities <= 0 {
+		cfg.MaxIdentities = DefaultMaxIdentities
+	}
+	return &Broadcaster{cfg: cfg, ids: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
+		manifests: map[uint32]island.Manifest{}, observers: map[ObserverID]*observer{},
+		encoders: map[int]*codec.Encoder{}}, nil
+}
+
+// Join adds an observer whose datagrams must not exceed maxDatagram bytes
+// (0 means the configured default; otherwise codec.MinMaxDatagram …
+// codec.MaxMaxDatagram) and queues its Welcome and the Announce of every live
+// identity. It receives no island until it subscribes.
+func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
+	if _, ok := b.observers[id]; ok {
+		return ErrObserverTaken
+	}
+	if len(b.observers) >= b.cfg.MaxObservers {
+		return ErrObserverLimit
+	}
+	if maxDatagram == 0 {
+		maxDatagram = b.cfg.Codec.MaxDatagram
+	}
+	if _, err := b.encoder(maxDatagram); err != nil {
+		return err
+	}
+	o := &observer{id: id, maxDatagram: maxDatagram, subKey: "none", acks: map[uint32]codec.AckEntry{}}
+	b.observers[id] = o
+	b.queue(o, codec.Welcome{Version: codec.ControlVersion, Timeline: b.cfg.Timeline,
+		SendPeriod: uint32(b.cfg.SendPeriod), MaxDatagram: uint16(min(maxDatagram, 0xFFFF))})
+	if len(b.ids) > 0 {
+		all := make([]island.MemberID, 0, len(b.ids))
+		for _, m := range b.ids {
+			all = append(all, m)
+		}
+		slices.SortFunc(all, func(x, y island.MemberID) int {
+			if x.Less(y) {
+				return -1
+			}
+			return 1
+		})
+		for len(all) > 0 {
+			n := min(len(all), DefaultAnnounceChunk)
+			b.queue(o, codec.Announce{IDs: all[:n]})
+			all = all[n:]
+		}
+	}
+	return nil
+}
+
+// Leave removes an observer and everything queued for it.
+func (b *Broadcaster) Leave(id ObserverID) { delete(b.observers, id) }
+
+// Observers returns how many observers are joined.
+func (b *Broadcaster) Observers() int { return len(b.observers) }
+
+// Subscribe replaces an observer's subscription. Islands it gains get their
+// Lease and Manifest queued now (the catch-up), before any of their frames;
+// islands it loses get a Forget.
+func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
+	o := b.observers[id]
+	if o == nil {
+		return ErrNoObserver
+	}
+	for _, isl := range b.liveIslands() {
+		had := o.wants(isl)
+		now := s.All
+		if !now {
+			_, now = slices.BinarySearch(s.Islands, isl)
+		}
+		switch {
+		case now && !had:
+			b.queue(o, codec.Lease(b.leases[isl]))
+			b.queue(o, codec.Manifest(b.manifests[isl]))
+		case had && !now:
+			b.queue(o, codec.Forget{Island: isl})
+		}
+	}
+	o.all, o.subs, o.subKey = s.All, slices.Clone(s.Islands), ""
+	if !s.All {
+		key := append(make([]byte, 0, 1+4*len(s.Islands)), 'L')
+		for _, isl := range s.Islands {
+			key = binary.LittleEndian.AppendUint32(key, isl)
+		}
+		o.subKey = string(key)
+	}
+	return nil
+}
+
+// liveIslands returns the islands with both a lease and a manifest, ascending.
+func (b *Broadcaster) liveIslands() []uint32 {
+	out := make([]uint32, 0, len(b.manifests))
+	for isl := range b.manifests {
+		if _, ok := b.leases[isl]; ok {
+			out = append(out, isl)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Ack records what an observer acknowledged; Acked reads it back.
+func (b *Broadcaster) Ack(id ObserverID, a codec.Ack) error {
+	o := b.observers[id]
+	if o == nil {
+		return ErrNoObserver
+	}
+	for _, e := range a.Entries {
+		if len(o.acks) >= b.cfg.MaxIslands {
+			if _, ok := o.acks[e.Newest.Island]; !ok {
+				continue
+			}
+		}
+		o.acks[e.Newest.Island] = e
+	}
+	return nil
+}
+
+// Acked returns the newest acknowledgement an observer sent for an island.
+func (b *Broadcaster) Acked(id ObserverID, islandID uint32) (codec.AckEntry, bool) {
+	if o := b.observers[id]; o != nil {
+		e, ok := o.acks[islandID]
+		return e, ok
+	}
+	return codec.AckEntry{}, false
+}
+
+// Apply records one authority change — Announce, Destroy, Lease, Manifest
+// or Forget — and queues it, in order, to every observer it concerns:
+// identities to all, island messages to the island's subscribers.
+func (b *Broadcaster) Apply(m codec.Message) error {
+	switch m := m.(type) {
+	case codec.Announce:
+		for _, id := range m.IDs {
+			if _, ok := b.ids[id.Stable]; !ok && len(b.ids) >= b.cfg.MaxIdentities {
+				return ErrTableFull
+			}
+			b.ids[id.Stable] = id
+		}
+		b.queueAll(m, nil)
+	case codec.Destroy:
+		for _, id := range m.IDs {
+			if cur, ok := b.ids[id.Stable]; ok && cur.Generation <= id.Generation {
+				delete(b.ids, id.Stable)
+			}
+		}
+		b.queueAll(m, nil)
+	case codec.Lease:
+		if _, ok := b.leases[m.Island]; !ok && len(b.leases) >= b.cfg.MaxIslands {
+			return ErrTableFull
+		}
+		b.leases[m.Island] = island.Lease(m)
+		b.queueAll(m, &m.Island)
+	case codec.Manifest:
+		if len(m.Members) == 0 || len(m.Members) > b.cfg.Codec.MaxMembers {
+			return ErrBadMessage
+		}
+		if _, ok := b.manifests[m.Island]; !ok && len(b.manifests) >= b.cfg.MaxIslands {
+			return ErrTableFull
+		}
+		cp := island.Manifest(m)
+		cp.Members = slices.Clone(m.Members)
+		b.manifests[m.Island] = cp
+		b.queueAll(codec.Manifest(cp), &m.Island)
+	case codec.Forget:
+		delete(b.leases, m.Island)
+		delete(b.manifests, m.Island)
+		b.queueAll(m, &m.Island)
+	default:
+		return ErrDirection
+	}
+	return nil
+}
+
+func (b *Broadcaster) queueAll(m codec.Message, islandID *uint32) {
+	for _, o := range b.observers {
+		if islandID == nil || o.wants(*islandID) {
+			b.queue(o, m)
+		}
+	}
+}
+
+func (b *Broadcaster) queue(o *observer, m codec.Message) {
+	n := len(o.ctl)
+	o.ctl = m.Append(o.ctl)
+	b.stats.ControlBytes += uint64(len(o.ctl) - n)
+}
+
+func (b *Broadcaster) encoder(maxDatagram int) (*codec.Encoder, error) {
+	if e := b.encoders[maxDatagram]; e != nil {
+		return e, nil
+	}
+	c := b.cfg.Codec
+	c.MaxDatagram = maxDatagram
+	e, err := codec.NewEncoder(c)
+	if err != nil {
+		return nil, err
+	}
+	b.encoders[maxDatagram] = e
+	return e, nil
+}
+
+// Frames encodes one broadcast's frames and queues the datagrams for every
+// observer that subscribed to their islands. Frames of an island without an
+// applied Lease and Manifest are skipped (counted), so no observer ever gets
+// a frame before the control messages it needs. Each group of observers with
+// the same datagram cap and subscription shares one encoding: one buffer,
+// allocated per group and call, that nobody writes again.
+func (b *Broadcaster) Frames(frames []*island.Frame) {
+	b.groups = b.groups[:0]
+	for _, o := range b.observers {
+		i := slices.IndexFunc(b.groups, func(g group) bool { return g.maxDatagram == o.maxDatagram && g.subKey == o.subKey })
+		if i < 0 {
+			b.groups = append(b.groups, group{maxDatagram: o.maxDatagram, subKey: o.subKey})
+			i = len(b.groups) - 1
+		}
+		b.groups[i].members = append(b.groups[i].members, o)
+	}
+	for _, f := range frames {
+		if !b.live(f.Key.Island) {
+			b.stats.FramesUnknown++
+			continue
+		}
+		b.stats.Frames++
+	}
+	for gi := range b.groups {
+		g := &b.groups[gi]
+		b.encodeGroup(g, frames)
+		clear(g.members)
+		g.members = g.members[:0]
+	}
+}
+
+func (b *Broadcaster) live(islandID uint32) bool {
+	_, ok := b.leases[islandID]
+	_, ok2 := b.manifests[islandID]
+	return ok && ok2
+}
+
+func (b *Broadcaster) encodeGroup(g *group, frames []*island.Frame) {
+	rep := g.members[0]
+	enc := b.encoders[g.maxDatagram]
+	enc.Reset()
+	added := 0
+	for _, f := range frames {
+		if !b.live(f.Key.Island) || !rep.wants(f.Key.Island) {
+			continue
+		}
+		if err := enc.Add(f); err != nil {
+			b.stats.FramesRefused++
+			continue
+		}
+		added++
+	}
+	if added == 0 {
+		return
+	}
+	dgs := enc.Datagrams()
+	size := 0
+	for _, d := range dgs {
+		size += len(d)
+	}
+	arena := make([]byte, 0, size)
+	out := make([]Datagram, len(dgs))
+	var isl []uint32 // every datagram's island list, back to back
+	for i, d := range dgs {
+		start, istart := len(arena), len(isl)
+		arena = append(arena, d...)
+		isl = islandsOf(isl, d)
+		out[i] = Datagram{Bytes: arena[start:len(arena):len(arena)], Islands: isl[istart:len(isl):len(isl)]}
+	}
+	b.stats.Encodings++
+	b.stats.Datagrams += uint64(len(out))
+	b.stats.Bytes += uint64(size)
+	for _, o := range g.members {
+		o.out = append(o.out, out...)
+	}
+}
+
+// islandsOf appends to out the islands whose fragment records a datagram the
+// encoder just produced carries, ascending and distinct.
+func islandsOf(out []uint32, d []byte) []uint32 {
+	base := len(out)
+	off := codec.DatagramHeaderSize
+	for r := 0; r < int(d[5]); r++ {
+		n := int(binary.LittleEndian.Uint16(d[off:]))
+		isl := binary.LittleEndian.Uint32(d[off+codec.RecordLengthSize+4:])
+		if i, found := slices.BinarySearch(out[base:], isl); !found {
+			out = slices.Insert(out, base+i, isl)
+		}
+		off += codec.RecordLengthSize + n
+	}
+	return out
+}
+
+// Take appends the observer's queued control bytes to ctl and its queued
+// datagrams to dgs, clears its queues, and returns both. Control bytes are
+// a sequence of whole control messages, to be written to the observer's
+// control stream in order.
+func (b *Broadcaster) Take(id ObserverID, ctl []byte, dgs []Datagram) ([]byte, []Datagram) {
+	o := b.observers[id]
+	if o == nil {
+		return ctl, dgs
+	}
+	ctl = append(ctl, o.ctl...)
+	dgs = append(dgs, o.out...)
+	o.ctl = o.ctl[:0]
+	clear(o.out)
+	o.out = o.out[:0]
+	return ctl, dgs
+}
+
+// Stats returns the counters.
+func (b *Broadcaster) Stats() Stats { return b.stats }
+
+// Live calls the functions for every live identity, lease and manifest
+// (nil functions are skipped), islands in ascending order.
+func (b *Broadcaster) Live(id func(island.MemberID), lease func(island.Lease), manifest func(island.Manifest)) {
+	if id != nil {
+		for _, m := range b.ids {
+			id(m)
+		}
+	}
+	for _, isl := range b.liveIslands() {
+		if lease != nil {
+			lease(b.leases[isl])
+		}
+		if manifest != nil {
+			manifest(b.manifests[isl])
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package broadcast
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+)
+
+func ids(first uint64, n int) []island.MemberID {
+	out := make([]island.MemberID, n)
+	for i := range out {
+		out[i] = island.MemberID{Stable: first + uint64(i)}
+	}
+	return out
+}
+
+func frameOf(islandID uint32, members []island.MemberID, seq uint32) *island.Frame {
+	f := &island.Frame{Sender: 1, Key: island.Key{Island: islandID, Epoch: 1, Topology: 1, Config: 1, Seq: seq}, Time: island.Time(seq) * 50_000}
+	for _, id := range members {
+		f.Members = append(f.Members, island.Member{ID: id, State: island.State{X: float64(id.Stable)}})
+	}
+	return f
+}
+
+// live applies an island: Announce, Lease, Manifest.
+func live(t testing.TB, b *Broadcaster, islandID uint32, members []island.MemberID) {
+	t.Helper()
+	for _, m := range []codec.Message{codec.Announce{IDs: members}, codec.Lease{Island: islandID, Epoch: 1, Owner: 1},
+		codec.Manifest{Island: islandID, Topology: 1, Config: 1, Members: members}} {
+		if err := b.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func parseAll(t testing.TB, b []byte) []codec.Message {
+	t.Helper()
+	lim := codec.ControlLimits{}.WithDefaults()
+	var out []codec.Message
+	for len(b) > 0 {
+		m, n, err := codec.ParseControl(b, &lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+		b = b[n:]
+	}
+	return out
+}
+
+func types(ms []codec.Message) string {
+	s := ""
+	for _, m := range ms {
+		s += m.Type().String() + " "
+	}
+	return s
+}
+
+// TestCatchUpBeforeFrames: a late joiner gets Welcome, every identity, then
+// Lease and Manifest of each island it subscribes to, and only then frames.
+func TestCatchUpBeforeFrames(t *testing.T) {
+	b, _ := New(Config{Timeline: 42})
+	live(t, b, 1, ids(1, 3))
+	live(t, b, 9, ids(9, 2))
+	if err := b.Join(5, 0); err != nil {
+		t.Fatal(err)
+	}
+	b.Frames([]*island.Frame{frameOf(1, ids(1, 3), 1)})
+	ctl, dgs := b.Take(5, nil, nil)
+	if got := types(parseAll(t, ctl)); got != "welcome announce " || len(dgs) != 0 {
+		t.Fatalf("before subscribing: %s, %d datagrams", got, len(dgs))
+	}
+	if err := b.Subscribe(5, codec.Subscribe{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	b.Frames([]*island.Frame{frameOf(1, ids(1, 3), 2), frameOf(9, ids(9, 2), 2), frameOf(33, ids(33, 1), 2)})
+	ctl, dgs = b.Take(5, nil, nil)
+	msgs := parseAll(t, ctl)
+	if got := types(msgs); got != "lease manifest lease manifest " {
+		t.Fatalf("catch-up: %s", got)
+	}
+	if len(dgs) != 1 || fmt.Sprint(dgs[0].Islands) != "[1 9]" {
+		t.Fatalf("datagrams %+v", dgs)
+	}
+	if st := b.Stats(); st.FramesUnknown != 1 {
+		t.Fatalf("island 33 has no lease or manifest: it must be skipped, stats %+v", st)
+	}
+	// Unsubscribing island 9 sends its Forget and stops its frames.
+	if err := b.Subscribe(5, codec.Subscribe{Islands: []uint32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Frames([]*island.Frame{frameOf(1, ids(1, 3), 3), frameOf(9, ids(9, 2), 3)})
+	ctl, dgs = b.Take(5, nil, nil)
+	if got := types(parseAll(t, ctl)); got != "forget " || len(dgs) != 1 || fmt.Sprint(dgs[0].Islands) != "[1]" {
+		t.Fatalf("after unsubscribing: %s %+v", got, dgs)
+	}
+}
+
+// TestEncodeOnce: observers with the same cap and subscription share one
+// encoding and the very same bytes; another cap costs one more encoding.
+func TestEncodeOnce(t *testing.T) {
+	b, _ := New(Config{})
+	live(t, b, 1, ids(1, 40))
+	for id := ObserverID(1); id <= 3; id++ {
+		_ = b.Join(id, 1200)
+		_ = b.Subscribe(id, codec.Subscribe{All: true})
+	}
+	_ = b.Join(4, 576)
+	_ = b.Subscribe(4, codec.Subscribe{All: true})
+	b.Frames([]*island.Frame{frameOf(1, ids(1, 40), 1)})
+	if st := b.Stats(); st.Encodings != 2 {
+		t.Fatalf("%d encodings, want 2", st.Encodings)
+	}
+	_, d1 := b.Take(1, nil, nil)
+	_, d2 := b.Take(2, nil, nil)
+	_, d4 := b.Take(4, nil, nil)
+	if len(d1) != 3 || len(d2) != 3 || &d1[0].Bytes[0] != &d2[0].Bytes[0] {
+		t.Fatalf("observers 1 and 2 do not share: %d/%d datagrams", len(d1), len(d2))
+	}
+	if len(d4) != 5 { // 8 members fit a 576-byte datagram
+		t.Fatalf("576-byte observer got %d datagrams, want 5", len(d4))
+	}
+	for _, d := range d4 {
+		if len(d.Bytes) > 576 {
+			t.Fatalf("datagram of %d bytes over the observer's cap", len(d.Bytes))
+		}
+	}
+}
+
+func TestLimitsAndErrors(t *testing.T) {
+	b, _ := New(Config{MaxObservers: 1, MaxIslands: 1, MaxIdentities: 2})
+	if err := b.Join(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Join(1, 0); !errors.Is(err, ErrObserverTaken) {
+		t.Fatalf("same id: %v", err)
+	}
+	if err := b.Join(2, 0); !errors.Is(err, ErrObserverLimit) {
+		t.Fatalf("over the cap: %v", err)
+	}
+	b.Leave(1)
+	if err := b.Join(2, 100); err == nil {
+		t.Fatal("a 100-byte datagram cap was accepted")
+	}
+	if err := b.Apply(codec.Announce{IDs: ids(1, 3)}); !errors.Is(err, ErrTableFull) {
+		t.Fatalf("identities over the cap: %v", err)
+	}
+	if err := b.Apply(codec.Lease{Island: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply(codec.Lease{Island: 2}); !errors.Is(err, ErrTableFull) {
+		t.Fatalf("islands over the cap: %v", err)
+	}
+	if err := b.Apply(codec.Ack{}); !errors.Is(err, ErrDirection) {
+		t.Fatalf("ack applied: %v", err)
+	}
+	if err := b.Subscribe(77, codec.Subscribe{All: true}); !errors.Is(err, ErrNoObserver) {
+		t.Fatalf("unknown observer: %v", err)
+	}
+	// Acks are kept per observer and island.
+	_ = b.Join(3, 0)
+	k := island.Key{Island: 1, Epoch: 1, Topology: 1, Config: 1, Seq: 9}
+	if err := b.Ack(3, codec.Ack{Entries: []codec.AckEntry{{Newest: k, Prior: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := b.Acked(3, 1); !ok || e.Newest != k || e.Prior != 3 {
+		t.Fatalf("acked %+v %v", e, ok)
+	}
+}
+
+// BenchmarkFanOut is the authority's cost of one broadcast — 24 six-body
+// islands and one 160-body island — for 1, 8 and 64 observers: one encoding,
+// then handing the same datagrams to every observer.
+func BenchmarkFanOut(b *testing.B) {
+	for _, n := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("observers=%d", n), func(b *testing.B) {
+			bc, _ := New(Config{})
+			var frames []*island.Frame
+			for k := 0; k < 24; k++ {
+				m := ids(uint64(1000+10*k), 6)
+				live(b, bc, uint32(1000+10*k), m)
+				frames = append(frames, frameOf(uint32(1000+10*k), m, 1))
+			}
+			chain := ids(1, 160)
+			live(b, bc, 1, chain)
+			frames = append(frames, frameOf(1, chain, 1))
+			for id := ObserverID(1); id <= ObserverID(n); id++ {
+				_ = bc.Join(id, 0)
+				_ = bc.Subscribe(id, codec.Subscribe{All: true})
+			}
+			var ctl []byte
+			var dgs []Datagram
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				bc.Frames(frames)
+				for id := ObserverID(1); id <= ObserverID(n); id++ {
+					ctl, dgs = bc.Take(id, ctl[:0], dgs[:0])
+				}
+			}
+			b.ReportMetric(float64(len(dgs)), "datagrams/observer")
+		})
+	}
+}

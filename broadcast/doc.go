@@ -1,0 +1,34 @@
+// Package broadcast is the authority's send path: what is live (identities,
+// leases, manifests), a Welcome and catch-up for each joining observer,
+// every observer's control messages in order, and each broadcast's frames
+// encoded into datagrams once per distinct datagram cap and subscription,
+// shared by every observer in that group.
+//
+// # Usage
+//
+//	bc, _ := broadcast.New(broadcast.Config{Timeline: rand.Uint64(), SendPeriod: 50_000})
+//	bc.Join(id, maxDatagram)              // a connection arrived: Welcome + Announce queued
+//	bc.Subscribe(id, sub)                 // its Subscribe: Lease + Manifest of each island it gains
+//	for _, m := range changes { bc.Apply(m) } // Announce, Destroy, Lease, Manifest, Forget
+//	bc.Frames(frames)                     // one broadcast tick
+//	ctl, dgs = bc.Take(id, ctl[:0], dgs[:0]) // write ctl to the stream, send dgs as datagrams
+//
+// # Guarantees
+//
+//   - An observer gets no frame of an island before that island's Lease and
+//     Manifest were queued on its control stream: frames of islands without
+//     an applied Lease and Manifest are not sent to anyone (counted), and a
+//     subscription's catch-up is queued the moment it is made.
+//   - Each group of observers (same cap, same subscription) costs one
+//     encoding per Frames call; the group's datagrams live in one buffer
+//     that is never written again, so transports may hand the same bytes to
+//     every observer concurrently.
+//   - Every table is capped (observers, islands, identities, acks).
+//
+// # Limits
+//
+// The Broadcaster does no I/O and keeps no backlog: Take hands everything
+// over, and bounding what a slow observer has not yet sent is the
+// transport's job. It starts no goroutine, reads no clock and is not safe
+// for concurrent use.
+package broadcast

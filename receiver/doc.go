@@ -1,0 +1,42 @@
+// Package receiver is the observer's whole receive path in one value:
+// datagram decoder, fragment assembler, identity registry, validator, frame
+// store and playout clock, wired the one way that keeps frames whole.
+//
+// # Usage
+//
+// One Receiver per observer connection, owned by the engine's network or
+// game thread. Push what arrives, with the local time now in microseconds of
+// a monotonic clock; read whole islands out once per render tick:
+//
+//	rx, _ := receiver.New(receiver.Config{})
+//	// control stream, in order:   rx.Control(now, msg) (msg from codec.ParseControl)
+//	// each datagram:              rx.Datagram(now, b)
+//	// each render tick:
+//	for _, v := range rx.Render(now) {
+//		for _, p := range v.Poses { engine.SetPose(p.ID, p.State) } // one frame pair per island
+//	}
+//	// now and then, back to the authority: rx.Ack(ack).Append(out)
+//
+// # What it takes care of
+//
+//   - Control before frames: a frame validates only against the lease,
+//     manifest and identities the control stream delivered; frames that
+//     arrive first are rejected (counted) and the next one validates.
+//   - The playout clock follows the authority's timeline (Welcome), not an
+//     island's ownership epoch: a hand-off of one island does not restart
+//     the others' playout. A new timeline (the authority restarted) resets
+//     identities, leases, manifests and histories and puts the clock back to
+//     Waiting; a reconnect to the same timeline keeps the clock.
+//   - Lease changes reach the store, which reports hand-off latency.
+//   - Ack lists the newest committed frame per island and which of the 32
+//     before it were committed.
+//
+// # Limits
+//
+// Every table is capped through Config (identities, tombstones, leases,
+// manifests, pending fragments and bytes, histories). Bad datagrams are
+// counted in Stats, never returned; Stats.Rejects names every reason as
+// "stage:reason". Render's views are valid until the next Render. Nothing
+// here starts a goroutine, reads a clock or does I/O; a Receiver is not safe
+// for concurrent use.
+package receiver

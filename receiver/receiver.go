@@ -1,0 +1,349 @@
+package receiver
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/islandsync/islandsync/assembler"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/store"
+	"github.com/islandsync/islandsync/validator"
+)
+
+// Config sets every stage's caps. The zero value means every default.
+type Config struct {
+	Codec     codec.Config        // datagram and frame caps
+	Control   codec.ControlLimits // control message caps (for callers that parse with ParseControl)
+	Assembler assembler.Config    // reassembly TTL and caps
+	Validator validator.Config    // lease and manifest table caps
+	Store     store.Config        // history, extrapolation cap, smoothing
+	// Clock sets the playout clock's constants. A zero SendPeriod takes
+	// the period the authority's Welcome announces.
+	Clock store.ClockConfig
+	// MaxBodies and MaxTombstones cap the identity registry. Zero means
+	// validator.DefaultMaxBodies and validator.DefaultMaxTombstones.
+	MaxBodies, MaxTombstones int
+}
+
+// Errors Control returns. Each is also counted as a control reject.
+var (
+	// ErrNoWelcome: a message arrived before the authority's Welcome.
+	ErrNoWelcome = errors.New("receiver: control message before welcome")
+	// ErrDirection: an observer → server message (Subscribe, Ack) arrived.
+	ErrDirection = errors.New("receiver: message of the wrong direction")
+	// ErrRefused: a well-formed message the receiver's state refused (a
+	// table cap, a tombstoned or older generation, a repeated member). The
+	// message changed nothing; the error wraps the stage's own error.
+	ErrRefused = errors.New("receiver: control message refused")
+)
+
+// Pose is one member as the engine shows it.
+type Pose struct {
+	ID     island.MemberID  // stable identity
+	Handle validator.Handle // the receiver's generation-safe handle for it
+	State  island.State     // pose and velocity at the view's time
+}
+
+// IslandView is one island at the render time: every member from the same
+// frame pair and one alpha.
+type IslandView struct {
+	Island       uint32
+	Mode         store.Mode  // Interpolate, Extrapolate, SegmentCut, Stale, HoldOldest
+	R            island.Time // playback time, authority µs
+	SampleTime   island.Time // time the poses stand for (R unless held)
+	ValidAtR     bool        // false when held (Stale, HoldOldest)
+	Segment      uint32      // continuity segment of the poses
+	Left, Right  island.Key  // the frame pair used; equal for single-frame modes
+	Alpha        float64     // weight of Right when interpolating
+	Extrapolated int64       // µs projected past the newest frame
+	Smoothing    bool        // a shared recovery offset is decaying
+	Poses        []Pose      // manifest order
+}
+
+// Receiver is the whole observer receive path: datagram decoder, assembler,
+// identity registry, validator, store and playout clock, driven by control
+// messages and datagrams the caller pushes with the local time now (µs of a
+// monotonic clock). It is a pure state machine: no goroutines, no clock, no
+// I/O; it is not safe for concurrent use.
+type Receiver struct {
+	cfg   Config
+	dec   *codec.Decoder
+	asm   *assembler.Assembler
+	reg   *validator.Registry
+	val   *validator.Validator
+	st    *store.Store
+	clock *store.Clock
+
+	clockPeriod int64 // send period the clock was built with, µs; 0 for its default
+	welcomed    bool
+	welcome     codec.Welcome
+	timelines   uint32   // local timeline counter: bumps on every new authority timeline
+	known       []uint32 // islands with a manifest, ascending
+	views       []IslandView
+	acks        map[uint32]*ackState
+
+	stats Stats
+}
+
+// ackState is what the receiver acknowledges for one island: the newest
+// committed frame and which of the 32 before it (same stream) it committed.
+type ackState struct {
+	newest island.Key
+	prior  uint32
+}
+
+// New returns a receiver with cfg's caps, waiting for the authority's Welcome.
+func New(cfg Config) (*Receiver, error) {
+	cfg.Control = cfg.Control.WithDefaults()
+	dec, err := codec.NewDecoder(cfg.Codec)
+	if err != nil {
+		return nil, err
+	}
+	asm, err := assembler.New(cfg.Assembler)
+	if err != nil {
+		return nil, err
+	}
+	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
+	val := validator.New(reg, cfg.Validator)
+	r := &Receiver{cfg: cfg, dec: dec, asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
+		acks: make(map[uint32]*ackState)}
+	r.clock = store.NewClock(cfg.Clock)
+	return r, nil
+}
+
+// resetControl forgets every identity, lease, manifest and frame history:
+// the catch-up after a Welcome restates everything that is still live.
+// Counters are kept.
+func (r *Receiver) resetControl() {
+	r.reg.Reset()
+	r.val.Reset()
+	r.st.Reset()
+	r.known = r.known[:0]
+	clear(r.acks)
+}
+
+// Control applies one reliable control message from the authority, in
+// stream order. A Welcome with a new timeline resets every stage and puts
+// the playout clock back to Waiting; a Welcome of the same timeline (a
+// reconnect) resets identities, leases, manifests and histories but keeps
+// the clock, since the catch-up that follows restates what is live.
+//
+// It returns an error wrapping ErrNoWelcome, ErrDirection or ErrRefused; the
+// message then changed nothing else and is counted under Stats.Control.
+func (r *Receiver) Control(now int64, m codec.Message) error {
+	err := r.control(now, m)
+	r.stats.Control.count(m.Type(), err)
+	return err
+}
+
+func (r *Receiver) control(now int64, m codec.Message) error {
+	if w, ok := m.(codec.Welcome); ok {
+		newTimeline := !r.welcomed || w.Timeline != r.welcome.Timeline
+		r.welcomed, r.welcome = true, w
+		r.resetControl()
+		if !newTimeline {
+			r.stats.Reconnects++
+			return nil
+		}
+		// A new timeline: the next Observe starts it and the clock waits
+		// for two samples of it. A changed period needs a new clock.
+		r.timelines++
+		r.stats.Timelines++
+		if cc := r.cfg.Clock; cc.SendPeriod == 0 && int64(w.SendPeriod) != r.clockPeriod {
+			cc.SendPeriod = int64(w.SendPeriod)
+			r.clock, r.clockPeriod = store.NewClock(cc), cc.SendPeriod
+		}
+		return nil
+	}
+	if !m.Type().FromServer() {
+		return ErrDirection
+	}
+	if !r.welcomed {
+		return ErrNoWelcome
+	}
+	switch m := m.(type) {
+	case codec.Announce:
+		for _, id := range m.IDs {
+			if _, err := r.reg.Announce(id); err != nil {
+				return fmt.Errorf("%w: announce %v: %w", ErrRefused, id, err)
+			}
+		}
+	case codec.Destroy:
+		for _, id := range m.IDs {
+			r.reg.Destroy(id)
+		}
+	case codec.Lease:
+		l := island.Lease(m)
+		old, had := r.val.Lease(l.Island)
+		if err := r.val.SetLease(l); err != nil {
+			return fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		if had && old != l {
+			r.st.LeaseChanged(l.Island, now)
+		}
+	case codec.Manifest:
+		if err := r.val.SetManifest(island.Manifest(m)); err != nil {
+			return fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		if i, found := slices.BinarySearch(r.known, m.Island); !found {
+			r.known = slices.Insert(r.known, i, m.Island)
+		}
+	case codec.Forget:
+		r.val.Forget(m.Island)
+		r.st.Forget(m.Island)
+		delete(r.acks, m.Island)
+		if i, found := slices.BinarySearch(r.known, m.Island); found {
+			r.known = slices.Delete(r.known, i, i+1)
+		}
+	}
+	return nil
+}
+
+// Datagram decodes one datagram and pushes its fragments through assembly,
+// validation and commit. Bad input is counted (Stats), never returned:
+// datagrams are unreliable and any of them may be hostile.
+func (r *Receiver) Datagram(now int64, b []byte) {
+	r.stats.Datagrams++
+	frags, err := r.dec.Decode(b)
+	if err != nil {
+		r.stats.Decode.add(err)
+		return
+	}
+	for i := range frags {
+		o, f := r.asm.Push(now, &frags[i])
+		if o != assembler.Completed {
+			continue
+		}
+		reason, vf := r.val.Validate(f)
+		if reason != validator.OK {
+			continue
+		}
+		if res := r.st.Commit(now, vf); res != store.Committed {
+			continue
+		}
+		r.stats.FramesCommitted++
+		r.noteAck(vf.Key())
+		// The playout clock follows the authority's timeline, never an
+		// island's ownership epoch: a hand-off of one island must not
+		// restart every island's playout.
+		r.clock.Observe(now, r.timelines, vf.Time())
+	}
+}
+
+// noteAck records a committed frame key for the next Ack.
+func (r *Receiver) noteAck(k island.Key) {
+	a := r.acks[k.Island]
+	if a == nil {
+		a = &ackState{newest: k}
+		r.acks[k.Island] = a
+		return
+	}
+	if a.newest.Stream() != k.Stream() {
+		if streamNewer(k, a.newest) {
+			*a = ackState{newest: k}
+		}
+		return
+	}
+	switch d := k.Seq - a.newest.Seq; {
+	case d == 0:
+	case island.SeqNewer(k.Seq, a.newest.Seq):
+		if d >= 33 {
+			a.prior = 0
+		} else {
+			a.prior = a.prior<<d | 1<<(d-1)
+		}
+		a.newest = k
+	default:
+		if back := a.newest.Seq - k.Seq; back <= 32 {
+			a.prior |= 1 << (back - 1)
+		}
+	}
+}
+
+// streamNewer reports whether k's stream replaces old's: a newer epoch,
+// topology or config of the same island.
+func streamNewer(k, old island.Key) bool {
+	switch {
+	case k.Epoch != old.Epoch:
+		return island.SeqNewer(k.Epoch, old.Epoch)
+	case k.Topology != old.Topology:
+		return island.SeqNewer(k.Topology, old.Topology)
+	default:
+		return island.SeqNewer(k.Config, old.Config)
+	}
+}
+
+// Ack returns what the receiver has committed, one entry per island in
+// ascending island order, reusing dst's storage: the message an observer
+// sends back so the authority can pick acknowledged baselines.
+func (r *Receiver) Ack(dst codec.Ack) codec.Ack {
+	dst.Entries = dst.Entries[:0]
+	for _, id := range r.known {
+		if a := r.acks[id]; a != nil {
+			dst.Entries = append(dst.Entries, codec.AckEntry{Newest: a.newest, Prior: a.prior})
+		}
+	}
+	return dst
+}
+
+// Render advances the playout clock to now and evaluates every island at
+// the one playback time r: each island from one frame pair and one alpha
+// (or held whole). It returns nil while the clock has no time anchored. The
+// views and their poses are the receiver's: valid until the next Render.
+// Render also expires incomplete frames whose TTL has passed.
+func (r *Receiver) Render(now int64) []IslandView {
+	r.asm.Expire(now)
+	r.clock.Advance(now)
+	rt, ok := r.clock.R()
+	if !ok {
+		return nil
+	}
+	gen := r.clock.Generation()
+	n := 0
+	for _, id := range r.known {
+		v := r.st.Evaluate(id, rt, now, gen)
+		if v == nil || v.Mode == store.Empty {
+			continue
+		}
+		if n == len(r.views) {
+			r.views = append(r.views, IslandView{})
+		}
+		iv := &r.views[n]
+		n++
+		*iv = IslandView{Island: id, Mode: v.Mode, R: v.R, SampleTime: v.SampleTime, ValidAtR: v.ValidAtR,
+			Segment: v.Segment, Left: v.Left, Right: v.Right, Alpha: v.Alpha, Extrapolated: v.Extrapolated,
+			Smoothing: v.Smoothing, Poses: iv.Poses[:0]}
+		for i, h := range v.Handles {
+			mid, _ := r.reg.Identity(h)
+			iv.Poses = append(iv.Poses, Pose{ID: mid, Handle: h, State: v.Poses[i]})
+		}
+	}
+	return r.views[:n]
+}
+
+// NextDeadline returns the local time at which an incomplete frame expires,
+// if any: a caller that sleeps between datagrams should wake by then (Render
+// expires them too).
+func (r *Receiver) NextDeadline() (int64, bool) { return r.asm.NextDeadline() }
+
+// Islands returns the islands the receiver has a manifest for, ascending.
+// The slice is the receiver's; do not modify it.
+func (r *Receiver) Islands() []uint32 { return r.known }
+
+// Welcome returns the authority's last Welcome, and false before the first.
+func (r *Receiver) Welcome() (codec.Welcome, bool) { return r.welcome, r.welcomed }
+
+// Clock returns the playout clock's state.
+func (r *Receiver) Clock() store.ClockStats { return r.clock.Stats() }
+
+// Lease returns an island's current lease.
+func (r *Receiver) Lease(islandID uint32) (island.Lease, bool) { return r.val.Lease(islandID) }
+
+// Manifest returns an island's current manifest (the receiver's copy: do
+// not modify it).
+func (r *Receiver) Manifest(islandID uint32) (island.Manifest, bool) { return r.val.Manifest(islandID) }
+
+// Identities calls fn for every live identity, in no particular order.
+func (r *Receiver) Identities(fn func(island.MemberID)) { r.reg.Live(fn) }

@@ -1,0 +1,253 @@
+package receiver
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/store"
+)
+
+// fixture is a three-member island 7 owned by sender 1.
+var (
+	ids      = []island.MemberID{{Stable: 10}, {Stable: 11}, {Stable: 12}}
+	lease    = codec.Lease{Island: 7, Epoch: 1, Owner: 1}
+	manifest = codec.Manifest{Island: 7, Topology: 1, Config: 1, Members: ids}
+	welcome  = codec.Welcome{Version: codec.ControlVersion, Timeline: 99, SendPeriod: 50_000, MaxDatagram: 1200}
+)
+
+func frame(seq uint32, t island.Time) island.Frame {
+	f := island.Frame{Sender: 1, Key: island.Key{Island: 7, Epoch: 1, Topology: 1, Config: 1, Seq: seq}, Time: t}
+	for i, id := range ids {
+		f.Members = append(f.Members, island.Member{ID: id, State: island.State{X: float64(i) + float64(t)/1e6}})
+	}
+	return f
+}
+
+func datagrams(t testing.TB, fs ...island.Frame) [][]byte {
+	t.Helper()
+	enc, _ := codec.NewEncoder(codec.Config{})
+	for i := range fs {
+		if err := enc.Add(&fs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out [][]byte
+	for _, d := range enc.Datagrams() {
+		out = append(out, append([]byte(nil), d...))
+	}
+	return out
+}
+
+func mustControl(t testing.TB, rx *Receiver, now int64, ms ...codec.Message) {
+	t.Helper()
+	for _, m := range ms {
+		if err := rx.Control(now, m); err != nil {
+			t.Fatalf("%v: %v", m.Type(), err)
+		}
+	}
+}
+
+func newReady(t testing.TB) *Receiver {
+	rx, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustControl(t, rx, 0, welcome, codec.Announce{IDs: ids}, lease, manifest)
+	return rx
+}
+
+func TestControlOrderAndDirection(t *testing.T) {
+	rx, _ := New(Config{})
+	if err := rx.Control(0, lease); !errors.Is(err, ErrNoWelcome) {
+		t.Fatalf("lease before welcome: %v", err)
+	}
+	mustControl(t, rx, 0, welcome)
+	if err := rx.Control(0, codec.Subscribe{All: true}); !errors.Is(err, ErrDirection) {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if err := rx.Control(0, codec.Manifest{Island: 7, Topology: 1, Config: 1, Members: []island.MemberID{{Stable: 1}, {Stable: 1}}}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("repeated member: %v", err)
+	}
+	st := rx.Stats()
+	if st.Control.NoWelcome != 1 || st.Control.Direction != 1 || st.Control.Refused != 1 || st.Control.Applied[codec.TypeWelcome] != 1 {
+		t.Fatalf("control stats %+v", st.Control)
+	}
+	var names []string
+	st.Rejects(func(r string, n uint64) { names = append(names, r) })
+	want := []string{"control:no-welcome", "control:wrong-direction", "control:refused"}
+	if len(names) != 3 || names[0] != want[0] || names[1] != want[1] || names[2] != want[2] {
+		t.Fatalf("rejects %v", names)
+	}
+}
+
+// TestFramesNeedControl: a frame that arrives before its island's control
+// messages is rejected, and the next one after them commits.
+func TestFramesNeedControl(t *testing.T) {
+	rx, _ := New(Config{})
+	mustControl(t, rx, 0, welcome)
+	for _, d := range datagrams(t, frame(1, 0)) {
+		rx.Datagram(1000, d)
+	}
+	if rx.Stats().FramesCommitted != 0 || rx.Stats().Validator.Count(1) != 1 { // NoLease
+		t.Fatalf("committed before control: %+v", rx.Stats().Validator)
+	}
+	mustControl(t, rx, 2000, codec.Announce{IDs: ids}, lease, manifest)
+	for _, d := range datagrams(t, frame(2, 50_000)) {
+		rx.Datagram(3000, d)
+	}
+	if rx.Stats().FramesCommitted != 1 {
+		t.Fatal("frame after control not committed")
+	}
+}
+
+// TestRenderWholeIslands: after two frames the clock anchors and every
+// island comes out whole, from one frame pair.
+func TestRenderWholeIslands(t *testing.T) {
+	rx := newReady(t)
+	now := int64(0)
+	for seq := uint32(1); seq <= 6; seq++ {
+		now += 50_000
+		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
+			rx.Datagram(now, d)
+		}
+	}
+	views := rx.Render(now)
+	if len(views) != 1 {
+		t.Fatalf("%d views", len(views))
+	}
+	v := views[0]
+	if v.Island != 7 || len(v.Poses) != 3 || !v.ValidAtR {
+		t.Fatalf("view %+v", v)
+	}
+	for i, p := range v.Poses {
+		if p.ID != ids[i] {
+			t.Fatalf("pose %d is %v, want %v (manifest order)", i, p.ID, ids[i])
+		}
+		want := float64(i) + float64(v.SampleTime)/1e6
+		if d := p.State.X - want; d > 1e-9 || d < -1e-9 {
+			t.Fatalf("pose %d x=%v, want %v at r=%v", i, p.State.X, want, v.SampleTime)
+		}
+	}
+}
+
+// TestTimelines: a Welcome with a new timeline forgets everything and puts
+// the clock back to Waiting; the same timeline again (a reconnect) keeps
+// the clock and waits for the catch-up.
+func TestTimelines(t *testing.T) {
+	rx := newReady(t)
+	now := int64(0)
+	for seq := uint32(1); seq <= 6; seq++ {
+		now += 50_000
+		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
+			rx.Datagram(now, d)
+		}
+	}
+	rx.Render(now)
+	if rx.Clock().State == store.Waiting {
+		t.Fatal("clock did not start")
+	}
+	mustControl(t, rx, now, welcome) // reconnect
+	if len(rx.Islands()) != 0 || rx.Clock().State == store.Waiting || rx.Stats().Reconnects != 1 {
+		t.Fatalf("reconnect: islands %v clock %v", rx.Islands(), rx.Clock().State)
+	}
+	mustControl(t, rx, now, codec.Announce{IDs: ids}, lease, manifest)
+	w2 := welcome
+	w2.Timeline = 100
+	mustControl(t, rx, now, w2) // the authority restarted
+	n := 0
+	rx.Identities(func(island.MemberID) { n++ })
+	if n != 0 || len(rx.Islands()) != 0 || rx.Stats().Timelines != 2 {
+		t.Fatalf("restart kept %d identities, %d islands", n, len(rx.Islands()))
+	}
+	// Frames of the new timeline start again at small authority times.
+	mustControl(t, rx, now, codec.Announce{IDs: ids}, lease, manifest)
+	for seq := uint32(1); seq <= 4; seq++ {
+		now += 50_000
+		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
+			rx.Datagram(now, d)
+		}
+	}
+	rx.Render(now)
+	if r := rx.Clock().R; r > 1_000_000 {
+		t.Fatalf("clock stayed on the old timeline: r=%d", r)
+	}
+}
+
+// TestAck: the newest committed key per island and a bitfield of the 32
+// before it; a jump of more than 32 clears it; a newer stream starts over.
+func TestAck(t *testing.T) {
+	rx := newReady(t)
+	commit := func(seq uint32) {
+		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
+			rx.Datagram(int64(seq)*1000, d)
+		}
+	}
+	entry := func() codec.AckEntry {
+		a := rx.Ack(codec.Ack{})
+		if len(a.Entries) != 1 {
+			t.Fatalf("%d entries", len(a.Entries))
+		}
+		return a.Entries[0]
+	}
+	for _, seq := range []uint32{10, 11, 12} {
+		commit(seq)
+	}
+	if e := entry(); e.Newest.Seq != 12 || e.Prior != 0b11 {
+		t.Fatalf("10,11,12: %+v", e)
+	}
+	commit(14) // 13 lost: 12 is 2 back (bit 1), 11 bit 2, 10 bit 3
+	if e := entry(); e.Newest.Seq != 14 || e.Prior != 0b1110 {
+		t.Fatalf("then 14: prior %b", e.Prior)
+	}
+	commit(50) // 36 ahead: nothing left in the window
+	if e := entry(); e.Newest.Seq != 50 || e.Prior != 0 {
+		t.Fatalf("then 50: %+v", e)
+	}
+	// A late frame within the window fills its bit (the assembler drops
+	// late frames of a stream, so this is the bookkeeping alone).
+	rx.noteAck(island.Key{Island: 7, Epoch: 1, Topology: 1, Config: 1, Seq: 18})
+	if e := entry(); e.Prior != 1<<31 {
+		t.Fatalf("late 18: prior %032b", e.Prior)
+	}
+	rx.noteAck(island.Key{Island: 7, Epoch: 2, Topology: 1, Config: 1, Seq: 1}) // hand-off: a newer stream
+	if e := entry(); e.Newest.Epoch != 2 || e.Newest.Seq != 1 || e.Prior != 0 {
+		t.Fatalf("new stream: %+v", e)
+	}
+	rx.noteAck(island.Key{Island: 7, Epoch: 1, Topology: 1, Config: 1, Seq: 60}) // the old stream is ignored
+	if e := entry(); e.Newest.Epoch != 2 {
+		t.Fatalf("old stream replaced the new one: %+v", e)
+	}
+	b := rx.Ack(codec.Ack{}).Append(nil)
+	lim := codec.ControlLimits{}.WithDefaults()
+	if _, _, err := codec.ParseControl(b, &lim); err != nil {
+		t.Fatalf("ack does not parse: %v", err)
+	}
+}
+
+// TestSteadyStateAllocs: receiving and rendering frames allocates nothing
+// once the receiver is warm.
+func TestSteadyStateAllocs(t *testing.T) {
+	rx := newReady(t)
+	var dgs [][][]byte
+	for seq := uint32(1); seq <= 400; seq++ {
+		dgs = append(dgs, datagrams(t, frame(seq, island.Time(seq)*50_000)))
+	}
+	now, i := int64(0), 0
+	step := func() {
+		now += 50_000
+		for _, d := range dgs[i] {
+			rx.Datagram(now, d)
+		}
+		i++
+		rx.Render(now)
+		rx.Ack(codec.Ack{Entries: make([]codec.AckEntry, 0, 1)})
+	}
+	for range 50 {
+		step()
+	}
+	if a := testing.AllocsPerRun(200, step); a > 1 { // the Ack's entry slice is the caller's
+		t.Fatalf("%.1f allocs per frame", a)
+	}
+}

@@ -1,0 +1,113 @@
+package receiver
+
+import (
+	"errors"
+
+	"github.com/islandsync/islandsync/assembler"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/store"
+	"github.com/islandsync/islandsync/validator"
+)
+
+// DecodeStats counts datagrams the decoder refused, by reason.
+type DecodeStats struct {
+	Truncated, BadMagic, Version, Limit, Malformed, NonFinite, Other uint64
+}
+
+func (d *DecodeStats) add(err error) {
+	switch codec.Reason(err) {
+	case "truncated":
+		d.Truncated++
+	case "bad-magic":
+		d.BadMagic++
+	case "unknown-version":
+		d.Version++
+	case "limit":
+		d.Limit++
+	case "malformed":
+		d.Malformed++
+	case "non-finite":
+		d.NonFinite++
+	default:
+		d.Other++
+	}
+}
+
+// ControlStats counts control messages: applied per type, refused per reason.
+type ControlStats struct {
+	Applied   [256]uint64 // per codec.MessageType
+	NoWelcome uint64      // refused: before the Welcome
+	Direction uint64      // refused: an observer → server message
+	Refused   uint64      // refused by a stage (cap, tombstone, bad manifest)
+}
+
+func (c *ControlStats) count(t codec.MessageType, err error) {
+	switch {
+	case err == nil:
+		c.Applied[t]++
+	case errors.Is(err, ErrNoWelcome):
+		c.NoWelcome++
+	case errors.Is(err, ErrDirection):
+		c.Direction++
+	default:
+		c.Refused++
+	}
+}
+
+// Stats gathers the counters of every stage of the receive path.
+type Stats struct {
+	Datagrams       uint64 // datagrams pushed
+	FramesCommitted uint64 // frames validated and stored
+	Timelines       uint64 // authority timelines seen (restarts + 1)
+	Reconnects      uint64 // Welcomes of an already known timeline
+	Decode          DecodeStats
+	Control         ControlStats
+	Assembler       assembler.Stats
+	Validator       validator.Stats
+	Store           store.Stats
+	Clock           store.ClockStats
+}
+
+// Stats returns the counters of every stage.
+func (r *Receiver) Stats() Stats {
+	s := r.stats
+	s.Assembler = r.asm.Stats()
+	s.Validator = r.val.Stats()
+	s.Store = r.st.Stats()
+	s.Clock = r.clock.Stats()
+	return s
+}
+
+// Rejects calls fn for every nonzero reject or drop counter, named
+// "stage:reason" in kebab case — "codec:truncated",
+// "assembler:digest-mismatch", "validator:wrong-sender",
+// "store:version-changed", "control:refused" — in a fixed order.
+func (s *Stats) Rejects(fn func(reason string, n uint64)) {
+	emit := func(name string, n uint64) {
+		if n > 0 {
+			fn(name, n)
+		}
+	}
+	d := &s.Decode
+	emit("codec:truncated", d.Truncated)
+	emit("codec:bad-magic", d.BadMagic)
+	emit("codec:unknown-version", d.Version)
+	emit("codec:limit", d.Limit)
+	emit("codec:malformed", d.Malformed)
+	emit("codec:non-finite", d.NonFinite)
+	emit("codec:other", d.Other)
+	for o := assembler.Outcome(0); o < assembler.NumOutcomes; o++ {
+		if o.IsReject() || o.IsDrop() {
+			emit("assembler:"+o.String(), s.Assembler.Count(o))
+		}
+	}
+	for r := validator.Reason(1); r < validator.NumReasons; r++ {
+		emit("validator:"+r.String(), s.Validator.Count(r))
+	}
+	for c := store.CommitResult(1); c < store.NumCommitResults; c++ {
+		emit("store:"+c.String(), s.Store.Count(c))
+	}
+	emit("control:no-welcome", s.Control.NoWelcome)
+	emit("control:wrong-direction", s.Control.Direction)
+	emit("control:refused", s.Control.Refused)
+}

@@ -1,0 +1,198 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/physics"
+)
+
+// StepHz is the simulation rate of every scenario world.
+const StepHz = 60
+
+// IDSpan is the stable-id range each scenario world of one Authority gets:
+// world k of generation g starts at 1 + (g·len(scenarios) + k)·IDSpan.
+const IDSpan = 10_000
+
+// stage is one scenario's world, sampler and script.
+type stage struct {
+	w       *physics.World
+	sampler *physics.Sampler
+	script  *script
+	extra   []island.Frame // frames produced outside the cadence (Releasing)
+}
+
+// handOff sends a Releasing frame from the island's current owner, then
+// moves its authority (epoch bump) to owner.
+func (st *stage) handOff(islandID uint32, owner island.SenderID) {
+	is := st.w.Island(islandID)
+	if is == nil {
+		return
+	}
+	f := st.sampler.Releasing(is)
+	c := *f
+	c.Members = append([]island.Member(nil), f.Members...)
+	st.extra = append(st.extra, c)
+	st.w.HandOff(islandID, owner)
+}
+
+// Authority runs scenarios side by side, each in its own world stepped in
+// lockstep on one authority timeline, and turns what happens into control
+// messages (identities, leases, manifests, forgets) and sampled frames.
+// It is the demo's and islandserver's physics source. Not safe for
+// concurrent use.
+type Authority struct {
+	scenarios []Scenario
+	sendHz    int
+	gen       uint64 // how many times the worlds were rebuilt
+	stages    []*stage
+	ctl       []codec.Message
+	frames    []*island.Frame
+	time      island.Time
+}
+
+// NewAuthority builds the scenarios' worlds; the first Step returns the
+// Announce of every body and the Lease and Manifest of every island.
+// sendHz must lie in [1, StepHz].
+func NewAuthority(scs []Scenario, sendHz int) (*Authority, error) {
+	if sendHz < 1 || sendHz > StepHz {
+		return nil, fmt.Errorf("scenario: send rate %d Hz outside [1, %d]", sendHz, StepHz)
+	}
+	if len(scs) == 0 {
+		return nil, fmt.Errorf("scenario: no scenario")
+	}
+	a := &Authority{scenarios: scs, sendHz: sendHz}
+	a.build()
+	return a, nil
+}
+
+func (a *Authority) build() {
+	a.stages = a.stages[:0]
+	var ids []island.MemberID
+	for k, sc := range a.scenarios {
+		w := physics.NewWorld(StepHz)
+		w.TimeBase = a.time
+		w.SetIDBase(1 + (a.gen*uint64(len(a.scenarios))+uint64(k))*IDSpan)
+		st := &stage{w: w, sampler: physics.NewSampler(w, a.sendHz)}
+		st.script = sc.build(w)
+		for _, is := range w.Islands() {
+			for _, b := range is.Members {
+				ids = append(ids, b.ID)
+			}
+		}
+		a.stages = append(a.stages, st)
+	}
+	a.ctl = append(a.ctl, codec.Announce{Time: a.time, IDs: ids})
+	for _, st := range a.stages {
+		a.drain(st)
+	}
+}
+
+// Restart ends every world — a Destroy of every body and a Forget of every
+// island — and builds the scenarios again with fresh identities and island
+// ids, continuing the same timeline. The messages come with the next Step.
+func (a *Authority) Restart() {
+	var ids []island.MemberID
+	for _, st := range a.stages {
+		for _, is := range st.w.Islands() {
+			a.ctl = append(a.ctl, codec.Forget{Island: is.ID})
+			for _, b := range is.Members {
+				ids = append(ids, b.ID)
+			}
+		}
+	}
+	if len(ids) > 0 {
+		a.ctl = append(a.ctl, codec.Destroy{Time: a.time, IDs: ids})
+	}
+	a.gen++
+	a.build()
+}
+
+// drain turns one world's topology events into control messages.
+func (a *Authority) drain(st *stage) {
+	for _, e := range st.w.TakeEvents() {
+		switch e.Kind {
+		case physics.IslandFormed, physics.IslandChanged:
+			is := st.w.Island(e.Island)
+			a.ctl = append(a.ctl, codec.Lease(is.Lease()), codec.Manifest(is.Manifest()))
+		case physics.LeaseChanged:
+			a.ctl = append(a.ctl, codec.Lease(st.w.Island(e.Island).Lease()))
+		case physics.IslandGone:
+			a.ctl = append(a.ctl, codec.Forget{Island: e.Island})
+		}
+	}
+}
+
+// Step advances every world one step and runs the scripts. It returns the
+// control messages to send first, in order, then the frames sampled at this
+// step (Releasing frames, then the cadence's). Both stay valid until the
+// next Step.
+func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
+	ctl := a.ctl
+	a.ctl = nil
+	a.frames = a.frames[:0]
+	for _, st := range a.stages {
+		st.w.Step()
+		if act := st.script.actions[st.w.Steps()]; act != nil {
+			act(st.w, st)
+		}
+		a.drain(st)
+		for i := range st.extra {
+			a.frames = append(a.frames, &st.extra[i])
+		}
+		st.extra = st.extra[:0:0]
+		a.frames = append(a.frames, st.sampler.Tick()...)
+		a.time = st.w.Time()
+	}
+	ctl = append(ctl, a.ctl...)
+	a.ctl = nil
+	return ctl, a.frames
+}
+
+// Time returns the authority time of the last step, µs.
+func (a *Authority) Time() island.Time { return a.time }
+
+// Period returns the broadcast period, µs.
+func (a *Authority) Period() int64 { return a.stages[0].sampler.Period() }
+
+// Worlds returns the scenario worlds, in scenario order.
+func (a *Authority) Worlds() []*physics.World {
+	out := make([]*physics.World, len(a.stages))
+	for i, st := range a.stages {
+		out[i] = st.w
+	}
+	return out
+}
+
+// Names lists the scenario names, comma separated.
+func Names() string {
+	var n []string
+	for _, s := range All {
+		n = append(n, s.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// Pick returns the scenarios named in a comma-separated list, or All for
+// "all" or "".
+func Pick(names string) ([]Scenario, error) {
+	if names == "all" || names == "" {
+		return All, nil
+	}
+	var out []Scenario
+	for _, n := range strings.Split(names, ",") {
+		found := false
+		for _, s := range All {
+			if s.Name == strings.TrimSpace(n) {
+				out = append(out, s)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", n, Names())
+		}
+	}
+	return out, nil
+}
