@@ -1,0 +1,229 @@
+package transport
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/netsim"
+	"github.com/islandsync/islandsync/scenario"
+)
+
+var soak = flag.Duration("soak", 0, "run the end-to-end test this long instead of a few seconds")
+
+// state is what an observer (or the server) holds as control state.
+type state struct {
+	ids       map[island.MemberID]bool
+	leases    map[uint32]island.Lease
+	manifests map[uint32]string
+}
+
+func newState() state {
+	return state{ids: map[island.MemberID]bool{}, leases: map[uint32]island.Lease{}, manifests: map[uint32]string{}}
+}
+
+func (s state) equal(o state) bool {
+	return maps.Equal(s.ids, o.ids) && maps.Equal(s.leases, o.leases) && maps.Equal(s.manifests, o.manifests)
+}
+
+func manifestKey(m island.Manifest) string { return fmt.Sprint(m.Island, m.Topology, m.Config, m.Members) }
+
+type watchResult struct {
+	halfFrames int
+	committed  uint64
+	state      state
+}
+
+// TestEndToEndQUIC: one server running every scenario, 32 watchers over
+// real QUIC on 127.0.0.1 through an impairing relay (10 % loss, 10 %
+// duplication, jitter that reorders). Every watcher shows 0 half-frames,
+// commits frames, and ends with exactly the server's identities, leases and
+// manifests; the server's heap stays bounded.
+func TestEndToEndQUIC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real network test")
+	}
+	const watchers = 32
+	run := 3 * time.Second
+	if *soak > 0 {
+		run = *soak
+	}
+	auth, err := scenario.NewAuthority(scenario.All, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, pin, err := SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := Listen(auth, ServerConfig{Listen: "127.0.0.1:0", TLS: ServerTLS(cert), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Run(ctx) }()
+
+	imp := netsim.Config{Loss: 0.10, Duplicate: 0.10, Delay: 5_000, Jitter: 10_000}
+	relay, err := netsim.NewRelay("127.0.0.1:0", srv.Addr().String(), imp, imp, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	tlsConf, err := ClientTLS(pin, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]watchResult, watchers)
+	snapshot := make(chan int, watchers) // watcher i has taken its final state
+	flowing := make(chan int, watchers)  // watcher i has committed its first frame
+	final := make(chan struct{})         // the server is paused: take the final state
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	for i := range watchers {
+		w, err := NewWatcher(WatchConfig{Addr: relay.Addr().String(), TLS: tlsConf, Subscribe: codec.Subscribe{All: true}, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := &results[i]
+			taken, started := false, false
+			err := w.Run(wctx, func(tk *Tick) {
+				res.halfFrames += tk.HalfFrames
+				if !started && tk.Receiver.Stats().FramesCommitted > 0 {
+					started = true
+					flowing <- i
+				}
+				if taken {
+					return
+				}
+				select {
+				case <-final:
+				default:
+					return
+				}
+				// Once paused, the state converges: keep taking it until it
+				// equals the server's (the test compares below).
+				st := observerState(tk)
+				res.state = st
+				res.committed = tk.Receiver.Stats().FramesCommitted
+				if st.equal(serverState(srv)) {
+					taken = true
+					snapshot <- i
+				}
+			})
+			if err != nil {
+				t.Errorf("watcher %d: %v", i, err)
+			}
+		}()
+	}
+
+	// Every watcher connects and commits through the lossy relay (slow
+	// under -race), then the run itself: wall-clock time is what is tested.
+	deadline := time.After(60 * time.Second)
+	for got := 0; got < watchers; got++ {
+		select {
+		case <-flowing:
+		case <-deadline:
+			t.Fatalf("only %d of %d watchers committed a frame", got, watchers)
+		}
+	}
+	time.Sleep(run)
+	srv.Pause(true)
+	close(final)
+	deadline = time.After(30 * time.Second)
+	for got := 0; got < watchers; got++ {
+		select {
+		case <-snapshot:
+		case <-deadline:
+			t.Fatalf("only %d of %d watchers converged on the server's state", got, watchers)
+		}
+	}
+	want := serverState(srv)
+	wcancel()
+	wg.Wait()
+
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	cancel()
+	if err := <-srvDone; err != nil {
+		t.Fatal(err)
+	}
+
+	minC, maxC := results[0].committed, results[0].committed
+	for _, r := range results {
+		minC, maxC = min(minC, r.committed), max(maxC, r.committed)
+	}
+	t.Logf("frames committed per watcher: %d … %d", minC, maxC)
+	for i, r := range results {
+		if r.halfFrames != 0 {
+			t.Errorf("watcher %d showed %d half-frames", i, r.halfFrames)
+		}
+		if r.committed == 0 {
+			t.Errorf("watcher %d committed no frame", i)
+		}
+		if !r.state.equal(want) {
+			t.Errorf("watcher %d: state differs from the server's", i)
+		}
+	}
+	up, down := relay.Stats()
+	// The heap bound: every watcher's receive path lives in this process
+	// too, so the bound covers 32 receivers plus the server's queues.
+	const bound = 256 << 20
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d watchers, %v: relay up %d sent %d lost %d dup; down %d sent %d lost %d dup; heap %+d KiB",
+		watchers, run, up.Sent, up.Lost, up.Duplicated, down.Sent, down.Lost, down.Duplicated, grew/1024)
+	if grew > bound {
+		t.Fatalf("heap grew by %d MiB, bound %d MiB", grew>>20, bound>>20)
+	}
+	if down.Lost == 0 || down.Duplicated == 0 {
+		t.Fatal("the relay impaired nothing")
+	}
+}
+
+func observerState(tk *Tick) state {
+	st := newState()
+	rx := tk.Receiver
+	rx.Identities(func(id island.MemberID) { st.ids[id] = true })
+	for _, isl := range rx.Islands() {
+		if l, ok := rx.Lease(isl); ok {
+			st.leases[isl] = l
+		}
+		if m, ok := rx.Manifest(isl); ok {
+			st.manifests[isl] = manifestKey(m)
+		}
+	}
+	return st
+}
+
+var serverStateMu sync.Mutex
+
+func serverState(s *Server) state {
+	serverStateMu.Lock()
+	defer serverStateMu.Unlock()
+	st := newState()
+	s.Live(func(id island.MemberID) { st.ids[id] = true },
+		func(l island.Lease) { st.leases[l.Island] = l },
+		func(m island.Manifest) { st.manifests[m.Island] = manifestKey(m) })
+	return st
+}

@@ -1,0 +1,259 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/receiver"
+)
+
+// WatchConfig sets a Watcher up. Zero fields mean the documented defaults.
+type WatchConfig struct {
+	// Addr is the server's UDP address. Required.
+	Addr string
+	// TLS is the client TLS configuration (ClientTLS builds one). Required.
+	TLS *tls.Config
+	// Subscribe is the subscription sent on every connection. The zero value
+	// subscribes to nothing; use codec.Subscribe{All: true} for everything.
+	Subscribe codec.Subscribe
+	// Receiver configures the receive path.
+	Receiver receiver.Config
+	// RenderRate is render ticks per second. Zero means 60.
+	RenderRate int
+	// AckPeriod is how often an Ack goes back to the server. Zero means 100 ms.
+	AckPeriod time.Duration
+	// IdleTimeout closes a silent connection. Zero means 10 s.
+	IdleTimeout time.Duration
+	// Reconnect makes Run dial again after a lost connection (with a fresh
+	// catch-up) instead of returning. DialTimeout bounds each attempt.
+	Reconnect bool
+	// DialTimeout bounds one connection attempt. Zero means 5 s.
+	DialTimeout time.Duration
+	// Logger receives structured logs. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Tick is what a Watcher reports after every render: the views (valid
+// during the callback only) and the receiver, to read Stats from.
+type Tick struct {
+	Now      int64 // µs since the watcher started
+	Views    []receiver.IslandView
+	Receiver *receiver.Receiver
+	// HalfFrames counts islands, at this tick, whose members as shown come
+	// from different frames: each member keeps the frame pair of the view
+	// that last placed it, and an island is checked against its manifest.
+	HalfFrames int
+}
+
+// Watcher is an observer over QUIC: it dials a Server, subscribes, and
+// drives a receiver.Receiver from one goroutine — control messages from the
+// stream, datagrams as they arrive, a render tick at RenderRate and an Ack
+// every AckPeriod.
+type Watcher struct {
+	cfg   WatchConfig
+	rx    *receiver.Receiver
+	log   *slog.Logger
+	start time.Time
+	shown map[island.MemberID][2]island.Key
+}
+
+// ErrConnect wraps a failure to reach the server at all.
+var ErrConnect = errors.New("transport: cannot connect")
+
+// NewWatcher validates cfg and builds the receive path. Nothing is dialled
+// until Run.
+func NewWatcher(cfg WatchConfig) (*Watcher, error) {
+	if cfg.Addr == "" || cfg.TLS == nil {
+		return nil, errors.New("transport: WatchConfig needs Addr and TLS")
+	}
+	if cfg.RenderRate <= 0 {
+		cfg.RenderRate = 60
+	}
+	if cfg.AckPeriod <= 0 {
+		cfg.AckPeriod = 100 * time.Millisecond
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Second
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	rx, err := receiver.New(cfg.Receiver)
+	if err != nil {
+		return nil, err
+	}
+	return &Watcher{cfg: cfg, rx: rx, log: cfg.Logger, start: time.Now(), shown: map[island.MemberID][2]island.Key{}}, nil
+}
+
+// Receiver returns the watcher's receive path. Read it only from the
+// onTick callback (Run's goroutine owns it).
+func (w *Watcher) Receiver() *receiver.Receiver { return w.rx }
+
+func (w *Watcher) now() int64 { return time.Since(w.start).Microseconds() }
+
+// Run connects and serves until ctx ends (then it returns nil), or until
+// the connection is lost and Reconnect is off (then it returns why).
+// onTick, if not nil, runs on Run's goroutine after every render.
+func (w *Watcher) Run(ctx context.Context, onTick func(*Tick)) error {
+	connected := false
+	for {
+		err := w.session(ctx, onTick, &connected)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !connected {
+			return fmt.Errorf("%w to %s: %w", ErrConnect, w.cfg.Addr, err)
+		}
+		if !w.cfg.Reconnect {
+			return err
+		}
+		w.log.Info("connection lost; reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+type inbound struct {
+	msg codec.Message
+	dg  []byte
+	err error
+}
+
+func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bool) error {
+	dctx, cancel := context.WithTimeout(ctx, w.cfg.DialTimeout)
+	conn, err := quic.DialAddr(dctx, w.cfg.Addr, w.cfg.TLS, quicConfig(w.cfg.IdleTimeout))
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer conn.CloseWithError(CodeShutdown, "")
+	st, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := st.Write(w.cfg.Subscribe.Append(nil)); err != nil {
+		return err
+	}
+	*connected = true
+	in := make(chan inbound, 256)
+	go func() {
+		rd := newControlReader(st, w.cfg.Receiver.Control)
+		for {
+			m, err := rd.next()
+			if err != nil {
+				if codec.Reason(err) != "" {
+					_ = conn.CloseWithError(CodeProtocol, "bad control message")
+				}
+				in <- inbound{err: err}
+				return
+			}
+			select {
+			case in <- inbound{msg: m}:
+			case <-conn.Context().Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			b, err := conn.ReceiveDatagram(conn.Context())
+			if err != nil {
+				return
+			}
+			select {
+			case in <- inbound{dg: b}:
+			case <-conn.Context().Done():
+				return
+			}
+		}
+	}()
+	render := time.NewTicker(time.Second / time.Duration(w.cfg.RenderRate))
+	defer render.Stop()
+	ack := time.NewTicker(w.cfg.AckPeriod)
+	defer ack.Stop()
+	var ackMsg codec.Ack
+	var out []byte
+	tick := Tick{Receiver: w.rx}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-conn.Context().Done():
+			return context.Cause(conn.Context())
+		case v := <-in:
+			switch {
+			case v.err != nil:
+				return v.err
+			case v.msg != nil:
+				if err := w.rx.Control(w.now(), v.msg); err != nil {
+					w.log.Debug("control refused", "type", v.msg.Type().String(), "err", err)
+				}
+			default:
+				w.rx.Datagram(w.now(), v.dg)
+			}
+		case <-ack.C:
+			ackMsg = w.rx.Ack(ackMsg)
+			out = ackMsg.Append(out[:0])
+			_ = st.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := st.Write(out); err != nil {
+				return err
+			}
+		case <-render.C:
+			tick.Now = w.now()
+			tick.Views = w.rx.Render(tick.Now)
+			tick.HalfFrames = w.halfFrames(tick.Views)
+			if onTick != nil {
+				onTick(&tick)
+			}
+		}
+	}
+}
+
+// halfFrames records the frame pair each shown member came from and counts
+// the islands whose manifest members disagree.
+func (w *Watcher) halfFrames(views []receiver.IslandView) int {
+	if len(w.shown) > 1<<17 { // identities of islands long gone: start over
+		clear(w.shown)
+	}
+	for i := range views {
+		v := &views[i]
+		for _, p := range v.Poses {
+			w.shown[p.ID] = [2]island.Key{v.Left, v.Right}
+		}
+	}
+	n := 0
+	for i := range views {
+		m, ok := w.rx.Manifest(views[i].Island)
+		if !ok {
+			continue
+		}
+		var first [2]island.Key
+		have := false
+		for _, id := range m.Members {
+			src, ok := w.shown[id]
+			if !ok {
+				continue
+			}
+			if have && src != first {
+				n++
+				break
+			}
+			first, have = src, true
+		}
+	}
+	return n
+}
