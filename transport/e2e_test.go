@@ -35,7 +35,9 @@ func (s state) equal(o state) bool {
 	return maps.Equal(s.ids, o.ids) && maps.Equal(s.leases, o.leases) && maps.Equal(s.manifests, o.manifests)
 }
 
-func manifestKey(m island.Manifest) string { return fmt.Sprint(m.Island, m.Topology, m.Config, m.Members) }
+func manifestKey(m island.Manifest) string {
+	return fmt.Sprint(m.Island, m.Topology, m.Config, m.Members)
+}
 
 type watchResult struct {
 	halfFrames int
