@@ -373,3 +373,13 @@ func (s *Server) Live(id func(island.MemberID), lease func(island.Lease), manife
 	s.events <- event{kind: evRun, fn: func() { s.bc.Live(id, lease, manifest); close(done) }}
 	<-done
 }
+
+// Stats returns the broadcaster's counters, read on the goroutine that owns
+// it (Run must be running).
+func (s *Server) Stats() broadcast.Stats {
+	var st broadcast.Stats
+	done := make(chan struct{})
+	s.events <- event{kind: evRun, fn: func() { st = s.bc.Stats(); close(done) }}
+	<-done
+	return st
+}

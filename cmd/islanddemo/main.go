@@ -10,57 +10,113 @@
 //	go run ./cmd/islanddemo -json                # the same numbers as JSON
 //	go run ./cmd/islanddemo -plot error.png      # joint error over time
 //	go run ./cmd/islanddemo -scenario chain,handoff -loss 0.2 -seed 7
-//	go run ./cmd/islanddemo -udp                 # through real loopback sockets
+//	go run ./cmd/islanddemo -transport quic      # the real server and watcher over QUIC
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/islandsync/islandsync/netsim"
 	"github.com/islandsync/islandsync/scenario"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "islanddemo:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// usageError is a bad flag or argument: one line on stderr, exit 2.
+type usageError struct{ error }
+
+// run runs the demo and returns the exit code: 0, 1 on a failure while
+// running, 2 on bad flags.
+func run(args []string, stdout, stderr io.Writer) int {
+	err := demo(args, stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "islanddemo:", err)
+		return 2
+	case errors.Is(err, errFlagParse):
+		return 2 // the flag package has said why
+	}
+	fmt.Fprintln(stderr, "islanddemo:", err)
+	return 1
+}
+
+var errFlagParse = errors.New("flag parse")
+
+func demo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("islanddemo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
 		names     = fs.String("scenario", "all", "comma-separated scenarios: "+scenario.Names()+", or all")
-		duration  = fs.Float64("duration", 6, "simulated seconds per scenario")
+		duration  = fs.Float64("duration", 6, "simulated seconds per scenario (wall-clock seconds with -transport quic)")
 		seed      = fs.Uint64("seed", 1, "seed for the network and the adversary; the same seed gives the same report")
-		sendHz    = fs.Int("hz", 20, "broadcast rate, frames per second per island")
-		loss      = fs.Float64("loss", 0.05, "independent datagram loss probability")
-		burst     = fs.Float64("burst", 0.01, "probability per datagram of entering a loss burst (Gilbert–Elliott, mean burst 4)")
-		dup       = fs.Float64("dup", 0.05, "datagram duplication probability")
-		delay     = fs.Float64("delay", 40, "base one-way delay, ms")
-		jitter    = fs.Float64("jitter", 60, "extra delay drawn from [0, jitter] ms; reorders datagrams")
-		corrupt   = fs.Float64("corrupt", 0.01, "probability a datagram has one byte flipped")
-		adversary = fs.Bool("adversary", true, "inject old-epoch, spoofed, stale-topology and conflicting packets")
+		sendHz    = fs.Int("hz", 20, fmt.Sprintf("broadcast rate, frames per second per island, 1–%d", scenario.StepHz))
+		loss      = fs.Float64("loss", 0.05, "independent datagram loss probability, 0–1")
+		burst     = fs.Float64("burst", 0.01, "probability per datagram of entering a loss burst (Gilbert–Elliott, mean burst 4), 0–1")
+		dup       = fs.Float64("dup", 0.05, "datagram duplication probability, 0–1")
+		delay     = fs.Float64("delay", 40, "base one-way delay, ms, ≥ 0")
+		jitter    = fs.Float64("jitter", 60, "extra delay drawn from [0, jitter] ms, ≥ 0; reorders datagrams")
+		corrupt   = fs.Float64("corrupt", 0.01, "probability a datagram has one byte flipped, 0–1")
+		adversary = fs.Bool("adversary", true, "inject old-epoch, spoofed, stale-topology and conflicting packets (in-memory transport)")
 		jsonOut   = fs.Bool("json", false, "print the report as JSON")
 		plotFile  = fs.String("plot", "", "write joint error over time to this .png or .svg file")
-		udp       = fs.Bool("udp", false, "send datagrams over real UDP sockets on 127.0.0.1 through an impairing relay")
+		trans     = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
 	)
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errFlagParse
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"loss", *loss}, {"burst", *burst}, {"dup", *dup}, {"corrupt", *corrupt}} {
+		if !(p.v >= 0 && p.v <= 1) {
+			return usageError{fmt.Errorf("-%s %v: a probability, in [0, 1]", p.name, p.v)}
+		}
+	}
+	switch {
+	case !(*delay >= 0) || math.IsInf(*delay, 0):
+		return usageError{fmt.Errorf("-delay %v: milliseconds, ≥ 0", *delay)}
+	case !(*jitter >= 0) || math.IsInf(*jitter, 0):
+		return usageError{fmt.Errorf("-jitter %v: milliseconds, ≥ 0", *jitter)}
+	case !(*duration > 0) || *duration > 3600:
+		return usageError{fmt.Errorf("-duration %v: seconds, in (0, 3600]", *duration)}
+	case *sendHz < 1 || *sendHz > scenario.StepHz:
+		return usageError{fmt.Errorf("-hz %d: in [1, %d], the simulation step rate", *sendHz, scenario.StepHz)}
+	case *trans != "mem" && *trans != "quic":
+		return usageError{fmt.Errorf("-transport %q: mem or quic", *trans)}
+	}
+	if ext := strings.ToLower(filepath.Ext(*plotFile)); *plotFile != "" && ext != ".png" && ext != ".svg" {
+		return usageError{fmt.Errorf("-plot %q: the file must end in .png or .svg", *plotFile)}
 	}
 	selected, err := scenario.Pick(*names)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	opt := options{
-		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, UDP: *udp,
+		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic",
 		Net: netsim.Config{Loss: *loss, BurstIn: *burst, Duplicate: *dup, Delay: int64(*delay * 1000),
 			Jitter: int64(*jitter * 1000), Corrupt: *corrupt},
+	}
+	if opt.QUIC {
+		opt.Adversary = false // QUIC authenticates every packet: forged ones never reach the receiver
 	}
 	rep, sers, err := simulate(selected, opt)
 	if err != nil {
@@ -89,15 +145,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 // simulate runs the selected scenarios with opt.
 func simulate(selected []scenario.Scenario, opt options) (*report, []series, error) {
 	transport := "in-memory link"
-	if opt.UDP {
-		transport = "UDP on 127.0.0.1 via impairing relay"
+	if opt.QUIC {
+		transport = "QUIC on 127.0.0.1 via impairing UDP relay"
 	}
 	rep := &report{Seed: opt.Seed, DurationS: opt.Duration, SendHz: opt.SendHz, Transport: transport,
 		Impairments: impairmentReport{Loss: opt.Net.Loss, BurstIn: opt.Net.BurstIn, Duplicate: opt.Net.Duplicate,
 			DelayMs: float64(opt.Net.Delay) / 1000, JitterMs: float64(opt.Net.Jitter) / 1000, Corrupt: opt.Net.Corrupt, Adversary: opt.Adversary}}
 	var sers []series
 	for _, sc := range selected {
-		r, s, err := runScenario(sc, opt)
+		run := runScenario
+		if opt.QUIC {
+			run = runQUIC
+		}
+		r, s, err := run(sc, opt)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", sc.Name, err)
 		}

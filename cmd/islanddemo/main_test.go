@@ -76,55 +76,79 @@ func TestDemoIsReproducible(t *testing.T) {
 	}
 }
 
-// TestDemoOverUDP runs one scenario through real loopback sockets.
-func TestDemoOverUDP(t *testing.T) {
+// TestDemoOverQUIC runs one scenario on the real transport: the server and
+// watcher code over QUIC on 127.0.0.1, through the impairing relay.
+func TestDemoOverQUIC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real network test")
+	}
 	sel, _ := scenario.Pick("chain")
 	opt := testOptions(3)
 	opt.Duration = 1.5
-	mem, _, err := simulate(sel, opt)
+	opt.QUIC = true
+	rep, _, err := simulate(sel, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.UDP = true
-	udp, _, err := simulate(sel, opt)
-	if err != nil {
-		t.Fatal(err)
+	s := rep.Scenarios[0]
+	if s.Pipeline.HalfFramesApplied != 0 || s.FramesCommitted == 0 || s.Verdict != "pass" {
+		t.Fatalf("over QUIC: committed %d, %+v, verdict %s", s.FramesCommitted, s.Pipeline, s.Verdict)
 	}
-	if udp.Scenarios[0].Pipeline.HalfFramesApplied != 0 || udp.Scenarios[0].FramesCommitted == 0 {
-		t.Fatalf("over UDP: %+v", udp.Scenarios[0].Pipeline)
-	}
-	// The relay applies the same seeded impairments: same outcome as in memory.
-	if udp.Scenarios[0].FramesCommitted != mem.Scenarios[0].FramesCommitted {
-		t.Fatalf("UDP committed %d, memory %d", udp.Scenarios[0].FramesCommitted, mem.Scenarios[0].FramesCommitted)
+	if s.Naive != nil || s.Network.Lost == 0 {
+		t.Fatalf("naive %v, network %+v", s.Naive, s.Network)
 	}
 }
 
 func TestCommandLine(t *testing.T) {
 	var out, errs bytes.Buffer
-	if err := run([]string{"-scenario", "teleport", "-duration", "1", "-json"}, &out, &errs); err != nil {
-		t.Fatal(err)
+	if code := run([]string{"-scenario", "teleport", "-duration", "1", "-json"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
 	}
 	var rep report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Scenarios) != 1 {
 		t.Fatalf("json: %v", err)
 	}
-	for _, field := range []string{`"half_frames_applied"`, `"max_joint_error"`, `"server_floor"`, `"rejects"`} {
+	for _, field := range []string{`"half_frames_applied"`, `"max_joint_error"`, `"server_floor"`, `"rejects"`, `"verdict": "pass"`} {
 		if !strings.Contains(out.String(), field) {
 			t.Errorf("JSON lacks %s", field)
 		}
 	}
 	out.Reset()
-	if err := run([]string{"-scenario", "teleport", "-duration", "1"}, &out, &errs); err != nil || !strings.Contains(out.String(), "half-frames") {
-		t.Fatalf("table: %v\n%s", err, out.String())
-	}
-	if err := run([]string{"-scenario", "nope"}, &out, &errs); err == nil {
-		t.Fatal("unknown scenario accepted")
+	if code := run([]string{"-scenario", "teleport", "-duration", "1"}, &out, &errs); code != 0 || !strings.Contains(out.String(), "half-frames") {
+		t.Fatalf("table: exit %d\n%s", code, out.String())
 	}
 	dir := t.TempDir()
-	if err := run([]string{"-scenario", "teleport", "-duration", "1", "-plot", dir + "/p.png"}, &out, &errs); err != nil {
-		t.Fatal(err)
+	for _, ext := range []string{"png", "svg"} {
+		if code := run([]string{"-scenario", "teleport", "-duration", "1", "-plot", dir + "/p." + ext}, &out, &errs); code != 0 {
+			t.Fatalf("plot %s: exit %d: %s", ext, code, errs.String())
+		}
 	}
-	if err := run([]string{"-scenario", "teleport", "-duration", "1", "-plot", dir + "/p.svg"}, &out, &errs); err != nil {
-		t.Fatal(err)
+}
+
+// TestFlags: every bad flag is refused before anything runs, with one line
+// and exit 2; -h exits 0.
+func TestFlags(t *testing.T) {
+	bad := [][]string{
+		{"-hz", "0"}, {"-hz", "100000"}, {"-hz", "-3"},
+		{"-loss", "1.5"}, {"-loss", "-0.1"}, {"-loss", "NaN"}, {"-dup", "2"}, {"-burst", "1.01"}, {"-corrupt", "-1"},
+		{"-delay", "-5"}, {"-jitter", "-1"}, {"-jitter", "+Inf"},
+		{"-duration", "0"}, {"-duration", "-1"}, {"-duration", "NaN"},
+		{"-plot", "x.gif"}, {"-transport", "udp"}, {"-scenario", "nope"}, {"-nosuchflag"}, {"extra"},
+	}
+	for _, args := range bad {
+		var out, errs bytes.Buffer
+		if code := run(args, &out, &errs); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v printed a report", args)
+		}
+		if n := strings.Count(strings.TrimSpace(errs.String()), "\n"); errs.Len() == 0 || (n > 0 && !strings.Contains(errs.String(), "Usage")) {
+			t.Errorf("%v: want one line on stderr, got %q", args, errs.String())
+		}
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errs); code != 0 {
+		t.Fatalf("-h: exit %d", code)
 	}
 }

@@ -21,8 +21,7 @@ type pipeline struct {
 	ctlErrs uint64
 }
 
-func newPipeline(w *physics.World) *pipeline {
-	rx, _ := receiver.New(receiver.Config{})
+func newPipeline(w *physics.World, rx *receiver.Receiver) *pipeline {
 	return &pipeline{rx: rx, rep: physics.NewReplica(w), lim: codec.ControlLimits{}.WithDefaults()}
 }
 
@@ -40,9 +39,12 @@ func (p *pipeline) control(now int64, b []byte) {
 }
 
 // render poses every island's members from one view.
-func (p *pipeline) render(now int64) {
+func (p *pipeline) render(now int64) { p.apply(p.rx.Render(now)) }
+
+// apply shows one render tick's views on the replica.
+func (p *pipeline) apply(views []receiver.IslandView) {
 	p.cuts, p.stale = false, false
-	for _, v := range p.rx.Render(now) {
+	for _, v := range views {
 		p.cuts = p.cuts || v.Mode == store.SegmentCut
 		p.stale = p.stale || v.Mode == store.Stale
 		p.ids, p.poses = p.ids[:0], p.poses[:0]

@@ -58,7 +58,7 @@ type scenarioReport struct {
 	FramesCommitted    uint64            `json:"frames_committed"`
 	Rejects            map[string]uint64 `json:"rejects"`
 	Pipeline           receiverReport    `json:"pipeline"`
-	Naive              receiverReport    `json:"naive"`
+	Naive              *receiverReport   `json:"naive,omitempty"` // absent over QUIC: the naive receiver needs the raw link
 	ServerFloor        floorReport       `json:"server_floor"`
 	FreezeSeconds      float64           `json:"freeze_s"`
 	ExtrapolateSeconds float64           `json:"extrapolation_s"`
@@ -82,7 +82,9 @@ func printTable(w io.Writer, r *report) {
 		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected\n", s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected)
 		fmt.Fprintf(w, "   %-22s %12s %16s %16s\n", "receiver", "half-frames", "max joint err m", "p99 joint err m")
 		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "pipeline (atomic)", s.Pipeline.HalfFramesApplied, s.Pipeline.MaxJointError, s.Pipeline.P99JointError)
-		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "naive (per fragment)", s.Naive.HalfFramesApplied, s.Naive.MaxJointError, s.Naive.P99JointError)
+		if s.Naive != nil {
+			fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "naive (per fragment)", s.Naive.HalfFramesApplied, s.Naive.MaxJointError, s.Naive.P99JointError)
+		}
 		fmt.Fprintf(w, "   %-22s %12s %16.4f %16.4f\n", "server floor", "-", s.ServerFloor.MaxJointError, s.ServerFloor.P99JointError)
 		fmt.Fprintf(w, "   freeze %.2f s, extrapolation %.2f s, snapshot age p50 %.0f ms p95 %.0f ms, correction max %.3f m",
 			s.FreezeSeconds, s.ExtrapolateSeconds, s.SnapshotAgeP50ms, s.SnapshotAgeP95ms, s.CorrectionMaxM)

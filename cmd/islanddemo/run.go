@@ -17,32 +17,14 @@ import (
 
 // options are the knobs of one demo run.
 type options struct {
-	Duration  float64 // simulated seconds per scenario
+	Duration  float64 // simulated seconds per scenario (wall-clock with QUIC)
 	SendHz    int     // broadcast rate
 	Seed      uint64
 	Net       netsim.Config
 	Adversary bool
 	AdvRate   float64 // hostile packets per legitimate datagram
-	UDP       bool    // route datagrams through real loopback sockets
+	QUIC      bool    // the real server and watcher over QUIC through a relay
 }
-
-// transport carries datagrams from the server to the observer through the
-// impaired link: in memory, or over UDP sockets with an in-process relay.
-type transport interface {
-	send(now int64, dg []byte)
-	inject(due int64, dg []byte)
-	deliver(now int64, out [][]byte) [][]byte
-	stats() netsim.LinkStats
-	close()
-}
-
-type memTransport struct{ l *netsim.Link }
-
-func (m *memTransport) send(now int64, dg []byte)                { m.l.Send(now, dg) }
-func (m *memTransport) inject(due int64, dg []byte)              { m.l.Inject(due, dg) }
-func (m *memTransport) deliver(now int64, out [][]byte) [][]byte { return m.l.Deliver(now, out) }
-func (m *memTransport) stats() netsim.LinkStats                  { return m.l.Stats() }
-func (m *memTransport) close()                                   {}
 
 // series is what the plot draws, one point per render tick.
 type series struct {
@@ -50,7 +32,103 @@ type series struct {
 	Freezes, Cuts             []float64 // times of freeze and segment-cut ticks
 }
 
-// runScenario simulates one scenario and returns its report.
+// measure gathers one scenario's figures: the server's floor on what it
+// sampled, and what the receivers showed at each render tick.
+type measure struct {
+	world               *physics.World
+	pipe                *pipeline
+	nv                  *naive // nil when there is no naive receiver (QUIC)
+	perFragment         int
+	floor               []float64 // joint error of every sampled frame's joints
+	floorTick           float64   // max joint error of the frames sampled at the last broadcast
+	framesSent          uint64
+	maxFragments        int
+	ser                 series
+	pipeErrs, naiveErrs []float64
+	ages                []float64
+	pipeHalf, naiveHalf int
+}
+
+func newMeasure(w *physics.World, pipe *pipeline, nv *naive) *measure {
+	c, _ := codec.Config{}.WithDefaults()
+	return &measure{world: w, pipe: pipe, nv: nv, perFragment: c.MembersPerFragment()}
+}
+
+// sampled records the server's joint error on frames it just sampled.
+func (m *measure) sampled(frames []*island.Frame) {
+	if len(frames) > 0 {
+		m.floorTick = 0 // a new sample replaces the floor shown
+	}
+	for _, f := range frames {
+		m.framesSent++
+		m.maxFragments = max(m.maxFragments, (len(f.Members)+m.perFragment-1)/m.perFragment)
+		for _, e := range jointErrors(m.world, f.Key.Island) {
+			m.floor = append(m.floor, e)
+			m.floorTick = max(m.floorTick, e)
+		}
+	}
+}
+
+// rendered measures the replicas after a render tick at local time now.
+func (m *measure) rendered(now int64) {
+	islands := m.world.Islands()
+	var ph int
+	var pm, nm float64
+	m.pipeErrs, ph, pm = m.pipe.rep.Measure(islands, m.pipeErrs)
+	m.pipeHalf += ph
+	if m.nv != nil {
+		var nh int
+		m.naiveErrs, nh, nm = m.nv.rep.Measure(islands, m.naiveErrs)
+		m.naiveHalf += nh
+	}
+	if st := m.pipe.rx.Clock(); st.State != store.Waiting {
+		m.ages = append(m.ages, float64(st.SnapshotAge)/1000)
+	}
+	t := float64(now) / 1e6
+	m.ser.T = append(m.ser.T, t)
+	m.ser.Pipeline = append(m.ser.Pipeline, pm)
+	m.ser.Naive = append(m.ser.Naive, nm)
+	m.ser.Floor = append(m.ser.Floor, m.floorTick)
+	if m.pipe.stale || m.pipe.rx.Clock().State == store.Frozen {
+		m.ser.Freezes = append(m.ser.Freezes, t)
+	}
+	if m.pipe.cuts {
+		m.ser.Cuts = append(m.ser.Cuts, t)
+	}
+}
+
+// report builds the scenario's report.
+func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, netw networkReport) scenarioReport {
+	rs := m.pipe.rx.Stats()
+	rep := scenarioReport{
+		Name:               sc.Name,
+		About:              sc.About,
+		FramesSent:         m.framesSent,
+		DatagramsSent:      bs.Datagrams,
+		BytesSent:          bs.Bytes,
+		BandwidthKBps:      round(float64(bs.Bytes)/opt.Duration/1000, 1),
+		MaxFragmentsFrame:  m.maxFragments,
+		FramesCommitted:    rs.FramesCommitted,
+		Rejects:            rejects(&rs, m.pipe.ctlErrs),
+		Pipeline:           receiverReport{HalfFramesApplied: m.pipeHalf, MaxJointError: round(maxOf(m.pipeErrs), 4), P99JointError: round(pct(m.pipeErrs, 99), 4)},
+		ServerFloor:        floorReport{MaxJointError: round(maxOf(m.floor), 4), P99JointError: round(pct(m.floor, 99), 4)},
+		FreezeSeconds:      round(float64(rs.Store.FreezeTime+rs.Clock.FrozenTime)/1e6, 3),
+		ExtrapolateSeconds: round(float64(rs.Store.ExtrapolationTime)/1e6, 3),
+		SnapshotAgeP50ms:   round(pct(m.ages, 50), 1),
+		SnapshotAgeP95ms:   round(pct(m.ages, 95), 1),
+		CorrectionMaxM:     round(rs.Store.CorrectionMax, 4),
+		HandoffLatencyMs:   round(float64(rs.Store.HandoffLatencyMax)/1000, 1),
+		Network:            netw,
+	}
+	if m.nv != nil {
+		rep.Naive = &receiverReport{HalfFramesApplied: m.naiveHalf, MaxJointError: round(maxOf(m.naiveErrs), 4), P99JointError: round(pct(m.naiveErrs, 99), 4)}
+	}
+	rep.Verdict = verdict(rep.FramesCommitted, rep.Pipeline.HalfFramesApplied)
+	return rep
+}
+
+// runScenario simulates one scenario on the in-memory link and returns its
+// report: simulated time, so the same seed gives the same report.
 func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, error) {
 	auth, err := scenario.NewAuthority([]scenario.Scenario{sc}, opt.SendHz)
 	if err != nil {
@@ -66,23 +144,18 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 	_ = bc.Subscribe(observer, codec.Subscribe{All: true})
 
 	seed := opt.Seed ^ hashName(sc.Name)
-	var tr transport = &memTransport{l: netsim.NewLink(opt.Net, seed)}
-	if opt.UDP {
-		u, err := newUDPTransport(netsim.NewLink(opt.Net, seed))
-		if err != nil {
-			return scenarioReport{}, series{}, err
-		}
-		tr = u
-	}
-	defer tr.close()
+	link := netsim.NewLink(opt.Net, seed)
 	var adv *netsim.Adversary
 	if opt.Adversary {
 		adv = netsim.NewAdversary(seed+1, opt.AdvRate)
 	}
-	pipe := newPipeline(world)
+	rx, err := receiver.New(receiver.Config{})
+	if err != nil {
+		return scenarioReport{}, series{}, err
+	}
+	pipe := newPipeline(world, rx)
 	nv := newNaive(world)
-	perFragment := codec.Config{}
-	perFragment, _ = perFragment.WithDefaults()
+	m := newMeasure(world, pipe, nv)
 
 	// The control stream is reliable and ordered: every run of bytes
 	// arrives after the one-way delay, in order.
@@ -91,50 +164,33 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		b   []byte
 	}
 	var ctlQueue []pendingCtl
-	var floor []float64 // joint error of every sampled frame's joints
-	floorTick := 0.0    // max joint error of the frames sampled at the last broadcast
 	var ctlBuf []byte
 	var dgs []broadcast.Datagram
-	var framesSent uint64
-	maxFragments := 0
 
 	const stepUS = 1_000_000 / scenario.StepHz
 	const tickUS = 1000 // the loop's resolution
 	renderPhase := int64(7_000)
 	end := int64(opt.Duration * 1e6)
-	var ser series
-	var pipeErrs, naiveErrs, ages []float64
-	var pipeHalf, naiveHalf int
 	var out [][]byte
 	nextStep, nextRender := int64(stepUS), renderPhase
 	for now := int64(0); now <= end; now += tickUS {
 		if now >= nextStep {
 			nextStep += stepUS
 			ctl, frames := auth.Step()
-			for _, m := range ctl {
-				_ = bc.Apply(m)
+			for _, msg := range ctl {
+				_ = bc.Apply(msg)
 			}
 			bc.Frames(frames)
 			ctlBuf, dgs = bc.Take(observer, ctlBuf[:0], dgs[:0])
 			if len(ctlBuf) > 0 {
 				ctlQueue = append(ctlQueue, pendingCtl{now + opt.Net.Delay, slices.Clone(ctlBuf)})
 			}
-			if len(frames) > 0 {
-				floorTick = 0 // a new sample replaces the floor shown
-			}
-			for _, f := range frames {
-				framesSent++
-				maxFragments = max(maxFragments, (len(f.Members)+perFragment.MembersPerFragment()-1)/perFragment.MembersPerFragment())
-				for _, e := range jointErrors(world, f.Key.Island) {
-					floor = append(floor, e)
-					floorTick = max(floorTick, e)
-				}
-			}
+			m.sampled(frames)
 			for _, dg := range dgs {
-				tr.send(now, dg.Bytes)
+				link.Send(now, dg.Bytes)
 				if adv != nil {
 					for _, h := range adv.Observe(dg.Bytes) {
-						tr.inject(now+opt.Net.Delay+int64(len(h)%17)*1000, h)
+						link.Inject(now+opt.Net.Delay+int64(len(h)%17)*1000, h)
 					}
 				}
 			}
@@ -145,67 +201,24 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 			pipe.control(now, ctlQueue[0].b)
 			ctlQueue = ctlQueue[1:]
 		}
-		out = tr.deliver(now, out[:0])
+		out = link.Deliver(now, out[:0])
 		for _, dg := range out {
-			pipe.rx.Datagram(now, dg)
+			rx.Datagram(now, dg)
 			nv.receive(dg)
 		}
 		if now >= nextRender {
 			nextRender += stepUS
 			pipe.render(now)
-			islands := world.Islands()
-			var ph, nh int
-			var pm, nm float64
-			pipeErrs, ph, pm = pipe.rep.Measure(islands, pipeErrs)
-			naiveErrs, nh, nm = nv.rep.Measure(islands, naiveErrs)
-			pipeHalf += ph
-			naiveHalf += nh
-			if st := pipe.rx.Clock(); st.State != store.Waiting {
-				ages = append(ages, float64(st.SnapshotAge)/1000)
-			}
-			t := float64(now) / 1e6
-			ser.T = append(ser.T, t)
-			ser.Pipeline = append(ser.Pipeline, pm)
-			ser.Naive = append(ser.Naive, nm)
-			ser.Floor = append(ser.Floor, floorTick)
-			if pipe.stale || pipe.rx.Clock().State == store.Frozen {
-				ser.Freezes = append(ser.Freezes, t)
-			}
-			if pipe.cuts {
-				ser.Cuts = append(ser.Cuts, t)
-			}
+			m.rendered(now)
 		}
 	}
-	bs := bc.Stats()
-	rs := pipe.rx.Stats()
-	rep := scenarioReport{
-		Name:               sc.Name,
-		About:              sc.About,
-		FramesSent:         framesSent,
-		DatagramsSent:      bs.Datagrams,
-		BytesSent:          bs.Bytes,
-		BandwidthKBps:      round(float64(bs.Bytes)/opt.Duration/1000, 1),
-		MaxFragmentsFrame:  maxFragments,
-		FramesCommitted:    rs.FramesCommitted,
-		Rejects:            rejects(&rs, pipe.ctlErrs),
-		Pipeline:           receiverReport{HalfFramesApplied: pipeHalf, MaxJointError: round(maxOf(pipeErrs), 4), P99JointError: round(pct(pipeErrs, 99), 4)},
-		Naive:              receiverReport{HalfFramesApplied: naiveHalf, MaxJointError: round(maxOf(naiveErrs), 4), P99JointError: round(pct(naiveErrs, 99), 4)},
-		ServerFloor:        floorReport{MaxJointError: round(maxOf(floor), 4), P99JointError: round(pct(floor, 99), 4)},
-		FreezeSeconds:      round(float64(rs.Store.FreezeTime+rs.Clock.FrozenTime)/1e6, 3),
-		ExtrapolateSeconds: round(float64(rs.Store.ExtrapolationTime)/1e6, 3),
-		SnapshotAgeP50ms:   round(pct(ages, 50), 1),
-		SnapshotAgeP95ms:   round(pct(ages, 95), 1),
-		CorrectionMaxM:     round(rs.Store.CorrectionMax, 4),
-		HandoffLatencyMs:   round(float64(rs.Store.HandoffLatencyMax)/1000, 1),
-	}
-	rep.Verdict = verdict(rep.FramesCommitted, rep.Pipeline.HalfFramesApplied)
-	ls := tr.stats()
-	rep.Network = networkReport{Lost: ls.Lost, Duplicated: ls.Duplicated, Corrupted: ls.Corrupted}
+	ls := link.Stats()
+	netw := networkReport{Lost: ls.Lost, Duplicated: ls.Duplicated, Corrupted: ls.Corrupted}
 	if adv != nil {
 		a := adv.Stats()
-		rep.Network.Injected = a.Total()
+		netw.Injected = a.Total()
 	}
-	return rep, ser, nil
+	return m.report(sc, opt, bc.Stats(), netw), m.ser, nil
 }
 
 // verdict is "pass" when the pipeline committed frames and showed no

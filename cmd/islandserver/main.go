@@ -1,0 +1,163 @@
+// Command islandserver runs the islandsync demo scenarios continuously on
+// one authority timeline and serves them to observers over QUIC: frames as
+// datagrams, control messages on a stream, TLS 1.3 always.
+//
+// Usage:
+//
+//	go run ./cmd/islandserver                         # 127.0.0.1:4242, self-signed certificate
+//	go run ./cmd/islandserver -cert c.pem -key k.pem  # a real certificate
+//	go run ./cmd/islandserver -metrics 127.0.0.1:9090 # Prometheus metrics at /metrics
+//
+// Without -cert and -key the server makes a self-signed certificate in
+// memory and prints its SHA-256 fingerprint; islandwatch -pin checks it.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/scenario"
+	"github.com/islandsync/islandsync/transport"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("islandserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		listen   = fs.String("listen", "127.0.0.1:4242", "UDP address to serve QUIC on")
+		certFile = fs.String("cert", "", "PEM certificate file (with -key); default: a self-signed certificate made in memory")
+		keyFile  = fs.String("key", "", "PEM private key file (with -cert)")
+		maxObs   = fs.Int("max-observers", 256, "most observers connected at once (1–65535)")
+		metrics  = fs.String("metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9090)")
+		names    = fs.String("scenario", "all", "comma-separated scenarios: "+scenario.Names()+", or all")
+		hz       = fs.Int("hz", 20, fmt.Sprintf("broadcast rate per island, 1–%d", scenario.StepHz))
+		cycle    = fs.Duration("cycle", 20*time.Second, "rebuild the scenarios this often (fresh bodies, same timeline); 0 never")
+		idle     = fs.Duration("idle-timeout", 10*time.Second, "close connections silent this long")
+		logLevel = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "islandserver: "+format+"\n", a...)
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fail("-log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fail("unexpected argument %q", fs.Arg(0))
+	case *hz < 1 || *hz > scenario.StepHz:
+		return fail("-hz %d outside [1, %d]", *hz, scenario.StepHz)
+	case *maxObs < 1 || *maxObs > 65535:
+		return fail("-max-observers %d outside [1, 65535]", *maxObs)
+	case *cycle < 0:
+		return fail("-cycle %v is negative", *cycle)
+	case *idle < time.Second:
+		return fail("-idle-timeout %v: at least 1s", *idle)
+	case (*certFile == "") != (*keyFile == ""):
+		return fail("-cert and -key go together")
+	}
+	if _, err := net.ResolveUDPAddr("udp", *listen); err != nil {
+		return fail("-listen %q: %v", *listen, err)
+	}
+	if *metrics != "" {
+		if _, err := net.ResolveTCPAddr("tcp", *metrics); err != nil {
+			return fail("-metrics %q: %v", *metrics, err)
+		}
+	}
+	scs, err := scenario.Pick(*names)
+	if err != nil {
+		return fail("-scenario: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	var cert tls.Certificate
+	fingerprint := ""
+	if *certFile != "" {
+		if cert, err = tls.LoadX509KeyPair(*certFile, *keyFile); err != nil {
+			return fail("certificate: %v", err)
+		}
+		fingerprint = transport.Fingerprint(cert.Certificate[0])
+	} else if cert, fingerprint, err = transport.SelfSigned(); err != nil {
+		return fail("self-signed certificate: %v", err)
+	}
+
+	auth, err := scenario.NewAuthority(scs, *hz)
+	if err != nil {
+		return fail("%v", err)
+	}
+	src := &cycling{Authority: auth, every: int64(cycle.Seconds() * float64(scenario.StepHz))}
+	reg := prometheus.NewRegistry()
+	m := transport.NewMetrics(reg)
+	srv, err := transport.Listen(src, transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert),
+		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz})
+	if err != nil {
+		fmt.Fprintln(stderr, "islandserver:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "islandserver listening on %s (QUIC, ALPN %s)\n", srv.Addr(), transport.ALPN)
+	fmt.Fprintf(stdout, "certificate sha256 %s\n", fingerprint)
+	fmt.Fprintf(stdout, "watch with: go run ./cmd/islandwatch -addr %s -pin %s\n", srv.Addr(), fingerprint)
+
+	if *metrics != "" {
+		ln, err := net.Listen("tcp", *metrics)
+		if err != nil {
+			fmt.Fprintln(stderr, "islandserver: metrics:", err)
+			return 1
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		defer hs.Close()
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", ln.Addr())
+	}
+	log.Info("serving", "scenarios", len(scs), "hz", *hz, "timeline", srv.Timeline())
+	if err := srv.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "islandserver:", err)
+		return 1
+	}
+	return 0
+}
+
+// cycling rebuilds the scenarios every `every` steps so they run forever.
+type cycling struct {
+	*scenario.Authority
+	every, steps int64
+}
+
+func (c *cycling) Step() ([]codec.Message, []*island.Frame) {
+	c.steps++
+	if c.every > 0 && c.steps%c.every == 0 {
+		c.Restart()
+	}
+	return c.Authority.Step()
+}

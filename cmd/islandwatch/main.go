@@ -1,0 +1,190 @@
+// Command islandwatch connects to an islandserver as one observer, runs the
+// whole receive path, and prints one line a second: islands, frames
+// committed per second, half-frames shown, freeze time, snapshot age and
+// rejects by reason.
+//
+// Usage:
+//
+//	go run ./cmd/islandwatch -pin FINGERPRINT                 # the server's self-signed certificate
+//	go run ./cmd/islandwatch -addr host:4242 -ca ca.pem        # a certificate signed by ca.pem
+//	go run ./cmd/islandwatch -pin … -duration 10s -json        # a JSON summary at exit
+//
+// It exits 1 with a one-line message when it cannot connect, 2 on bad
+// flags, and 0 otherwise.
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/receiver"
+	"github.com/islandsync/islandsync/store"
+	"github.com/islandsync/islandsync/transport"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// summary is the -json document printed at exit.
+type summary struct {
+	Addr              string            `json:"addr"`
+	DurationS         float64           `json:"duration_s"`
+	Islands           int               `json:"islands"`
+	FramesCommitted   uint64            `json:"frames_committed"`
+	HalfFramesApplied int               `json:"half_frames_applied"`
+	Datagrams         uint64            `json:"datagrams"`
+	FreezeS           float64           `json:"freeze_s"`
+	SnapshotAgeP95ms  float64           `json:"snapshot_age_p95_ms"`
+	Timelines         uint64            `json:"timelines"`
+	Reconnects        uint64            `json:"reconnects"`
+	Rejects           map[string]uint64 `json:"rejects"`
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("islandwatch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		addr       = fs.String("addr", "127.0.0.1:4242", "islandserver UDP address")
+		pin        = fs.String("pin", "", "SHA-256 fingerprint of the server's certificate (as islandserver prints it)")
+		caFile     = fs.String("ca", "", "PEM file of roots to verify the server's certificate (instead of -pin; default: the system's)")
+		serverName = fs.String("server-name", "", "name to verify the certificate for (default: the host of -addr)")
+		duration   = fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
+		jsonOut    = fs.Bool("json", false, "print a JSON summary at exit instead of the per-second lines")
+		reconnect  = fs.Bool("reconnect", true, "dial again after a lost connection")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "islandwatch: "+format+"\n", a...)
+		return 2
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	switch {
+	case fs.NArg() > 0:
+		return fail("unexpected argument %q", fs.Arg(0))
+	case err != nil:
+		return fail("-addr %q: %v", *addr, err)
+	case *duration < 0:
+		return fail("-duration %v is negative", *duration)
+	case *pin != "" && *caFile != "":
+		return fail("-pin and -ca exclude each other")
+	}
+	var roots *x509.CertPool
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			return fail("-ca: %v", err)
+		}
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return fail("-ca %s: no PEM certificate in it", *caFile)
+		}
+	}
+	if *serverName == "" {
+		*serverName = host
+	}
+	tlsConf, err := transport.ClientTLS(*pin, *serverName, roots)
+	if err != nil {
+		return fail("-pin: %v", err)
+	}
+	w, err := transport.NewWatcher(transport.WatchConfig{Addr: *addr, TLS: tlsConf, Subscribe: codec.Subscribe{All: true},
+		Reconnect: *reconnect, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return fail("%v", err)
+	}
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	start := time.Now()
+	var (
+		half        int
+		ages, allAg []float64
+		lastSecond  int64 = 1_000_000
+		last        receiver.Stats
+	)
+	err = w.Run(ctx, func(tk *transport.Tick) {
+		half += tk.HalfFrames
+		if st := tk.Receiver.Clock(); st.State != store.Waiting {
+			ages = append(ages, float64(st.SnapshotAge)/1000)
+		}
+		if tk.Now < lastSecond {
+			return
+		}
+		lastSecond += 1_000_000
+		st := tk.Receiver.Stats()
+		if !*jsonOut {
+			fmt.Fprintf(stdout, "%5.0fs  islands %3d  committed %4d/s  half-frames %d  freeze %.2fs  age p95 %3.0f ms  rejects %s\n",
+				time.Since(start).Seconds(), len(tk.Receiver.Islands()), st.FramesCommitted-last.FramesCommitted, half,
+				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
+				pct(ages, 95), rejectLine(&st))
+		}
+		allAg = append(allAg, ages...)
+		ages = ages[:0]
+		last = st
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "islandwatch: %v\n", err)
+		if errors.Is(err, transport.ErrConnect) {
+			fmt.Fprintf(stderr, "islandwatch: is islandserver running on %s, and is -pin its printed fingerprint?\n", *addr)
+		}
+		return 1
+	}
+	if *jsonOut {
+		rx := w.Receiver()
+		st := rx.Stats()
+		s := summary{Addr: *addr, DurationS: time.Since(start).Seconds(), Islands: len(rx.Islands()),
+			FramesCommitted: st.FramesCommitted, HalfFramesApplied: half, Datagrams: st.Datagrams,
+			FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
+			SnapshotAgeP95ms: pct(append(allAg, ages...), 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
+			Rejects: map[string]uint64{}}
+		st.Rejects(func(r string, n uint64) { s.Rejects[r] = n })
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s)
+	}
+	return 0
+}
+
+func rejectLine(st *receiver.Stats) string {
+	var parts []string
+	st.Rejects(func(r string, n uint64) { parts = append(parts, fmt.Sprintf("%s %d", r, n)) })
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// pct returns the p-th percentile (nearest rank) of v; 0 for none.
+func pct(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	k := int(p/100*float64(len(s))+0.999999) - 1
+	return s[max(0, min(k, len(s)-1))]
+}
