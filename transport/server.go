@@ -104,6 +104,8 @@ func quicConfig(idle time.Duration) *quic.Config {
 type Server struct {
 	cfg ServerConfig
 	ln  *quic.Listener
+	tr  *quic.Transport
+	udp *net.UDPConn
 	bc  *broadcast.Broadcaster
 	src Source
 	log *slog.Logger
@@ -146,11 +148,21 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := quic.ListenAddr(cfg.Listen, cfg.TLS, quicConfig(cfg.IdleTimeout))
+	ua, err := net.ResolveUDPAddr("udp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", cfg.Listen, err)
 	}
-	return &Server{cfg: cfg, ln: ln, bc: bc, src: src, log: cfg.Logger, m: cfg.Metrics,
+	udp, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen %s: %w", cfg.Listen, err)
+	}
+	tr := &quic.Transport{Conn: udp}
+	ln, err := tr.Listen(cfg.TLS, quicConfig(cfg.IdleTimeout))
+	if err != nil {
+		_ = udp.Close()
+		return nil, fmt.Errorf("transport: listen %s: %w", cfg.Listen, err)
+	}
+	return &Server{cfg: cfg, ln: ln, tr: tr, udp: udp, bc: bc, src: src, log: cfg.Logger, m: cfg.Metrics,
 		events: make(chan event, 1024), conns: map[broadcast.ObserverID]*peer{}, pauseC: make(chan bool)}, nil
 }
 
@@ -362,6 +374,8 @@ func (s *Server) shutdown() {
 		p.close(CodeShutdown, "server shutting down")
 	}
 	_ = s.ln.Close()
+	_ = s.tr.Close()
+	_ = s.udp.Close()
 	s.log.Info("server stopped", "observers", len(peers))
 }
 
