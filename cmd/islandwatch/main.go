@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		duration   = fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 		jsonOut    = fs.Bool("json", false, "print a JSON summary at exit instead of the per-second lines")
 		reconnect  = fs.Bool("reconnect", true, "dial again after a lost connection")
+		dialWait   = fs.Duration("dial-timeout", 5*time.Second, "give up connecting after this long")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -88,6 +89,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("-addr %q: %v", *addr, err)
 	case *duration < 0:
 		return fail("-duration %v is negative", *duration)
+	case *dialWait <= 0:
+		return fail("-dial-timeout %v: must be positive", *dialWait)
 	case *pin != "" && *caFile != "":
 		return fail("-pin and -ca exclude each other")
 	}
@@ -110,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("-pin: %v", err)
 	}
 	w, err := transport.NewWatcher(transport.WatchConfig{Addr: *addr, TLS: tlsConf, Subscribe: codec.Subscribe{All: true},
-		Reconnect: *reconnect, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Reconnect: *reconnect, DialTimeout: *dialWait, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return fail("%v", err)
 	}
