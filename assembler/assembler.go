@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/bits-and-blooms/bitset"
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
@@ -290,15 +289,14 @@ func (a *Assembler) poison(p *pending, why Outcome) Outcome {
 // complete assembles p in frame order, verifies it and returns it.
 func (a *Assembler) complete(p *pending) (Outcome, *Frame) {
 	total := int(p.hdr.TotalMembers)
-	// The digest covers the frame-level header fields, then the members.
-	a.outRaw = codec.AppendDigestPrefix(a.outRaw[:0], &p.hdr)
-	a.outRaw = grow(a.outRaw, codec.DigestPrefixSize+total*codec.MemberSize)
-	body := a.outRaw[codec.DigestPrefixSize:]
+	a.outRaw = grow(a.outRaw[:0], total*codec.MemberSize)
+	body := a.outRaw
 	for _, s := range p.frags {
 		start, first, n := int(s.start), int(s.first), int(s.n)
 		copy(body[first*codec.MemberSize:], p.raw[start*codec.MemberSize:(start+n)*codec.MemberSize])
 	}
-	if xxhash.Sum64(a.outRaw) != p.hdr.Digest {
+	// The digest covers the frame-level header fields, then the members.
+	if codec.Digest(&p.hdr, codec.Records(body)) != p.hdr.Digest {
 		return a.poison(p, RejectDigestMismatch), nil
 	}
 	if a.dedup.hasDuplicate(codec.Records(body)) {
@@ -314,7 +312,7 @@ func (a *Assembler) complete(p *pending) (Outcome, *Frame) {
 }
 
 // completed records p's sequence as its stream's newest and drops older
-// incomplete frames of that stream (R3.5).
+// incomplete frames of that stream.
 func (a *Assembler) completed(p *pending) {
 	sid := streamID{sender: p.id.sender, stream: p.id.key.Stream()}
 	s := a.streams[sid]

@@ -37,7 +37,13 @@ func (f *Frame) Decode(dst *island.Frame) bool {
 	}
 	ms := dst.Members[:n]
 	*dst = island.Frame{Sender: f.Sender, Key: f.Key, Time: f.Time, Segment: f.Segment, Flags: f.Flags, Members: ms}
-	return f.Members.Decode(ms)
+	ok := true
+	for i := range ms {
+		var finite bool
+		ms[i], finite = f.Members.Member(i)
+		ok = ok && finite
+	}
+	return ok
 }
 
 // Clone returns a copy of f that does not alias the assembler.

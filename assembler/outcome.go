@@ -51,7 +51,7 @@ const (
 	// Expired: an incomplete frame outlived its TTL and was dropped.
 	Expired
 	// Superseded: an incomplete frame was dropped because a newer frame of
-	// the same stream completed (R3.5).
+	// the same stream completed.
 	Superseded
 	// EvictedIslandCap: an incomplete frame was dropped to admit a newer
 	// candidate of the same sender and island.

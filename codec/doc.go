@@ -45,19 +45,23 @@
 //     floats as their IEEE-754 binary64 bit patterns. No unsafe.
 //   - Decoding is total: any byte string yields fragments or an error wrapping
 //     one of ErrTruncated, ErrBadMagic, ErrVersion, ErrLimit, ErrMalformed,
-//     ErrNonFinite or (control messages) ErrUnknownType; Reason names it. Every declared length and count is checked against the
-//     bytes present and the configured caps (in the unsigned domain, so 32-bit
-//     targets cannot overflow) before anything is sized from it. A datagram
-//     with any bad record yields no fragment at all.
+//     ErrNonFinite or (control messages) ErrUnknownType; Reason names it.
+//     Every declared length and count is checked against the bytes present
+//     and the configured caps (in the unsigned domain, so 32-bit targets
+//     cannot overflow) before anything is sized from it. A datagram with any
+//     bad record yields no fragment at all.
 //   - There is one canonical encoding: a datagram that decodes re-encodes to
 //     the identical bytes. Unknown flag bits, trailing bytes and length
 //     mismatches are errors, not ignored.
 //   - The Encoder and Decoder own and reuse their buffers: in steady state
 //     neither allocates. Decoded fragments keep their members in wire form
 //     (Fragment.Raw, a run of Records) after checking them, so receivers
-//     decode each member once, where its value is finally stored.
+//     decode each member once, where its value is finally stored. There is
+//     one way to read a member in place: Records.ID for the identity alone,
+//     Records.Member for all of it, reporting whether its floats are finite
+//     (ParseMember is the same for a standalone record).
 //   - Every fragment header carries the frame digest: xxhash64 of the
-//     frame-level header fields and all member records (FrameDigest).
+//     frame-level header fields and all member records (Digest).
 //
 // # Limits
 //

@@ -24,18 +24,9 @@ type Encoder struct {
 	buf     []byte
 	ends    []int // end offset of each closed datagram in buf
 	views   [][]byte
-	cur     int // start of the open datagram in buf, or -1
-	records int // records in the open datagram
-	scratch []byte
-	stats   EncoderStats
-}
-
-// EncoderStats counts what an Encoder produced since it was created.
-type EncoderStats struct {
-	Frames    uint64 // frames accepted by Add
-	Fragments uint64 // fragment records written
-	Datagrams uint64 // datagrams closed
-	Bytes     uint64 // datagram bytes produced
+	cur     int    // start of the open datagram in buf, or -1
+	records int    // records in the open datagram
+	scratch []byte // the frame's member records, for its digest
 }
 
 // NewEncoder returns an encoder with cfg's caps (zero fields mean defaults).
@@ -49,9 +40,6 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 
 // Config returns the encoder's caps with defaults applied.
 func (e *Encoder) Config() Config { return e.cfg }
-
-// Stats returns the encoder's counters.
-func (e *Encoder) Stats() EncoderStats { return e.stats }
 
 // Reset discards every datagram produced so far and keeps the buffers.
 func (e *Encoder) Reset() {
@@ -87,12 +75,15 @@ func (e *Encoder) Add(f *island.Frame) error {
 			return fail(ErrNonFinite, -1, "member state")
 		}
 	}
-	var digest uint64
-	digest, e.scratch = FrameDigest(f, e.scratch)
 	h := FragmentHeader{
 		Sender: f.Sender, Key: f.Key, Time: f.Time, Segment: f.Segment, Flags: f.Flags,
-		TotalMembers: uint32(n), Count: uint16(count), Digest: digest,
+		TotalMembers: uint32(n), Count: uint16(count),
 	}
+	e.scratch = e.scratch[:0]
+	for i := range f.Members {
+		e.scratch = AppendMember(e.scratch, &f.Members[i])
+	}
+	h.Digest = Digest(&h, e.scratch)
 	base, extra := n/count, n%count
 	first := 0
 	for i := 0; i < count; i++ {
@@ -108,8 +99,6 @@ func (e *Encoder) Add(f *island.Frame) error {
 		e.records++
 		first += size
 	}
-	e.stats.Frames++
-	e.stats.Fragments += uint64(count)
 	return nil
 }
 
@@ -128,8 +117,6 @@ func (e *Encoder) place(size int) {
 func (e *Encoder) close() {
 	e.buf[e.cur+5] = byte(e.records)
 	e.ends = append(e.ends, len(e.buf))
-	e.stats.Datagrams++
-	e.stats.Bytes += uint64(len(e.buf) - e.cur)
 	e.cur = -1
 	e.records = 0
 }

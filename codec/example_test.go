@@ -47,6 +47,6 @@ func ExampleDecoder() {
 		panic(err)
 	}
 	h := frags[0].Header
-	fmt.Println(h.Key, h.Index, h.Count, frags[0].Member(0).ID)
+	fmt.Println(h.Key, h.Index, h.Count, frags[0].Raw.ID(0))
 	// Output: i3/e0/t0/c0#9 0 1 5.g2
 }

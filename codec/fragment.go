@@ -24,11 +24,6 @@ type FragmentHeader struct {
 	Digest       uint64          // xxhash64 of all members' records in frame order
 }
 
-// Frame returns the frame-level fields of h as a Frame without members.
-func (h *FragmentHeader) Frame() island.Frame {
-	return island.Frame{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment, Flags: h.Flags}
-}
-
 // Append appends the FragmentHeaderSize-byte wire form of h to b.
 func (h *FragmentHeader) Append(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(h.Sender))
@@ -49,9 +44,9 @@ func (h *FragmentHeader) Append(b []byte) []byte {
 }
 
 // ParseFragmentHeader reads and checks a fragment header from the start of b
-// against the limits in cfg (which must already have defaults applied). It
-// returns the header and FragmentHeaderSize, or an error wrapping
-// ErrTruncated, ErrMalformed or ErrLimit.
+// against the member and fragment caps of cfg (zero fields, or a nil cfg,
+// mean the defaults). It returns the header and FragmentHeaderSize, or an
+// error wrapping ErrTruncated, ErrMalformed or ErrLimit.
 func ParseFragmentHeader(b []byte, cfg *Config) (FragmentHeader, int, error) {
 	var h FragmentHeader
 	if len(b) < FragmentHeaderSize {
@@ -88,11 +83,11 @@ func (h *FragmentHeader) check(cfg *Config) error {
 		return fail(ErrMalformed, 36, "flags")
 	case h.TotalMembers == 0:
 		return fail(ErrMalformed, 37, "total members")
-	case uint64(h.TotalMembers) > uint64(cfg.MaxMembers):
+	case uint64(h.TotalMembers) > uint64(cfg.maxMembers()):
 		return fail(ErrLimit, 37, "total members")
 	case h.Count == 0:
 		return fail(ErrMalformed, 43, "fragment count")
-	case uint64(h.Count) > uint64(cfg.MaxFragments):
+	case uint64(h.Count) > uint64(cfg.maxFragments()):
 		return fail(ErrLimit, 43, "fragment count")
 	case h.Index >= h.Count:
 		return fail(ErrMalformed, 41, "fragment index")
@@ -105,19 +100,11 @@ func (h *FragmentHeader) check(cfg *Config) error {
 }
 
 // Fragment is one decoded fragment record. Its members stay in wire form in
-// Raw (already checked: MemberCount records, every float finite); decode them
-// with Member or AppendMembers. Raw aliases the decoded datagram.
+// Raw (already checked: MemberCount records, every float finite); read them
+// with Raw.ID and Raw.Member. Raw aliases the decoded datagram.
 type Fragment struct {
 	Header FragmentHeader
-	Raw    []byte // MemberCount member records of MemberSize bytes each
-}
-
-// Member decodes member i of the fragment (0 ≤ i < MemberCount).
-func (f *Fragment) Member(i int) island.Member { return Records(f.Raw).Member(i) }
-
-// AppendMembers decodes every member of the fragment and appends them to dst.
-func (f *Fragment) AppendMembers(dst []island.Member) []island.Member {
-	return Records(f.Raw).AppendTo(dst)
+	Raw    Records // MemberCount member records of MemberSize bytes each
 }
 
 // AppendFragment appends a whole fragment record (length prefix, header and
@@ -131,17 +118,10 @@ func AppendFragment(b []byte, h *FragmentHeader, members []island.Member) []byte
 	return b
 }
 
-// Append appends f's whole record (length prefix, header, raw members) to b.
-func (f *Fragment) Append(b []byte) []byte {
-	b = binary.LittleEndian.AppendUint16(b, uint16(FragmentHeaderSize+len(f.Raw)))
-	b = f.Header.Append(b)
-	return append(b, f.Raw...)
-}
-
 // ParseFragment reads one length-prefixed fragment record from the start of
-// b. The returned Fragment's Raw aliases b. It checks the header against cfg
-// (which must have defaults applied), the record length against the member
-// count, and that every member float is finite.
+// b. The returned Fragment's Raw aliases b. It checks the header against
+// cfg's caps (zero fields, or a nil cfg, mean the defaults), the record
+// length against the member count, and that every member float is finite.
 func ParseFragment(b []byte, cfg *Config) (Fragment, int, error) {
 	if len(b) < RecordLengthSize {
 		return Fragment{}, 0, fail(ErrTruncated, len(b), "record length")
@@ -162,10 +142,10 @@ func ParseFragment(b []byte, cfg *Config) (Fragment, int, error) {
 		return Fragment{}, 0, fail(ErrMalformed, 0, "record length")
 	}
 	raw := body[FragmentHeaderSize:]
-	if i := FirstNonFinite(raw); i >= 0 {
+	if i := firstNonFinite(raw); i >= 0 {
 		return Fragment{}, 0, fail(ErrNonFinite, RecordLengthSize+FragmentHeaderSize+i, "member state")
 	}
-	return Fragment{Header: h, Raw: raw}, RecordLengthSize + int(length), nil
+	return Fragment{Header: h, Raw: Records(raw)}, RecordLengthSize + int(length), nil
 }
 
 // shift moves the offset of a codec error by delta, for errors found inside a

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/islandsync/islandsync/island"
 )
 
@@ -127,7 +129,7 @@ func describe(name string, dg []byte, frags []Fragment) string {
 		fmt.Fprintf(&b, "record %d: sender=%v key=%v time=%dus segment=%d flags=%#02x\n", i, h.Sender, h.Key, h.Time, h.Segment, uint8(h.Flags))
 		fmt.Fprintf(&b, "  fragment %d of %d, members %d..%d of %d, digest=%#016x\n",
 			h.Index, h.Count, h.FirstMember, uint64(h.FirstMember)+uint64(h.MemberCount)-1, h.TotalMembers, h.Digest)
-		for j, m := range f.AppendMembers(nil) {
+		for j, m := range members(f.Raw) {
 			s := m.State
 			fmt.Fprintf(&b, "  member %d id=%v", int(h.FirstMember)+j, m.ID)
 			for _, v := range [...]struct {
@@ -144,4 +146,23 @@ func describe(name string, dg []byte, frags []Fragment) string {
 
 func chainFrameSlice(n int) []island.Frame { return []island.Frame{chainFrame(n)} }
 
-func digestOf(f *island.Frame) uint64 { d, _ := FrameDigest(f, nil); return d }
+// digestOf computes f's digest the long way: header prefix and records in
+// one buffer, hashed whole.
+func digestOf(f *island.Frame) uint64 {
+	h := FragmentHeader{Sender: f.Sender, Key: f.Key, Time: f.Time, Segment: f.Segment, Flags: f.Flags, TotalMembers: uint32(len(f.Members))}
+	b := h.Append(nil)[:digestPrefixSize]
+	for i := range f.Members {
+		b = AppendMember(b, &f.Members[i])
+	}
+	return xxhash.Sum64(b)
+}
+
+// members decodes every record of r.
+func members(r Records) []island.Member {
+	var out []island.Member
+	for i := range r.Len() {
+		m, _ := r.Member(i)
+		out = append(out, m)
+	}
+	return out
+}

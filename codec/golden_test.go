@@ -127,7 +127,7 @@ func TestGoldenDecodeReencode(t *testing.T) {
 		}
 		out := AppendDatagramHeader(nil, uint8(len(frags)))
 		for i := range frags {
-			out = AppendFragment(out, &frags[i].Header, frags[i].AppendMembers(nil))
+			out = AppendFragment(out, &frags[i].Header, members(frags[i].Raw))
 		}
 		if !bytes.Equal(out, b) {
 			t.Errorf("%s: re-encoding differs at offset %d", path, firstDiff(out, b))
@@ -157,7 +157,7 @@ func TestGoldenFramesReassemble(t *testing.T) {
 		if len(b) > DefaultMaxDatagram {
 			t.Errorf("datagram %d is %d bytes", i, len(b))
 		}
-		got = frags[0].AppendMembers(got)
+		got = append(got, members(frags[0].Raw)...)
 	}
 	w := want
 	w.Members = got

@@ -73,7 +73,7 @@ func TestBitFlipSweep(t *testing.T) {
 func reencode(frags []Fragment) []byte {
 	out := AppendDatagramHeader(nil, uint8(len(frags)))
 	for i := range frags {
-		out = AppendFragment(out, &frags[i].Header, frags[i].AppendMembers(nil))
+		out = AppendFragment(out, &frags[i].Header, members(frags[i].Raw))
 	}
 	return out
 }

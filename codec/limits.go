@@ -96,3 +96,19 @@ func (c Config) MembersPerFragment() int {
 	n := (c.MaxDatagram - DatagramHeaderSize - RecordLengthSize - FragmentHeaderSize) / MemberSize
 	return min(n, MaxMembersPerFragment)
 }
+
+// maxMembers and maxFragments read a cap, zero (or a nil Config) meaning
+// the default, so parsers need no defaults-applied copy.
+func (c *Config) maxMembers() int {
+	if c == nil || c.MaxMembers <= 0 {
+		return DefaultMaxMembers
+	}
+	return c.MaxMembers
+}
+
+func (c *Config) maxFragments() int {
+	if c == nil || c.MaxFragments <= 0 {
+		return DefaultMaxFragments
+	}
+	return c.MaxFragments
+}

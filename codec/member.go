@@ -56,21 +56,10 @@ func parseMemberInto(m *island.Member, b []byte) bool {
 	return nonFinite(x)|nonFinite(y)|nonFinite(a)|nonFinite(vx)|nonFinite(vy)|nonFinite(av) == 0
 }
 
-// DecodeMembers decodes raw, which must hold whole member records, into dst
-// (len(dst) == len(raw)/MemberSize). It reports false if any float is NaN or
-// ±Inf; dst is then partly written and must not be used.
-func DecodeMembers(dst []island.Member, raw []byte) bool {
-	ok := true
-	for i := range dst {
-		ok = parseMemberInto(&dst[i], raw[i*MemberSize:(i+1)*MemberSize]) && ok
-	}
-	return ok
-}
-
-// FirstNonFinite returns the offset within raw of the first member float
+// firstNonFinite returns the offset within raw of the first member float
 // that is NaN or ±Inf, or -1. raw holds whole member records. The common,
 // all-finite case runs without branches per float.
-func FirstNonFinite(raw []byte) int {
+func firstNonFinite(raw []byte) int {
 	for off := 0; off+MemberSize <= len(raw); off += MemberSize {
 		r := (*[MemberSize]byte)(raw[off : off+MemberSize])
 		bad := nonFinite(binary.LittleEndian.Uint64(r[12:20])) | nonFinite(binary.LittleEndian.Uint64(r[20:28])) |
@@ -92,28 +81,22 @@ func FirstNonFinite(raw []byte) int {
 // exponent field carries into the sign bit only when the field is all ones.
 func nonFinite(u uint64) uint64 { return ((u & 0x7FF0000000000000) + 1<<52) >> 63 }
 
-// DigestPrefixSize is how many leading bytes of the fragment header the
+// digestPrefixSize is how many leading bytes of the fragment header the
 // frame digest covers: sender, key, time, segment, flags and total members —
 // every frame-level field except the fragment count.
-const DigestPrefixSize = 41
+const digestPrefixSize = 41
 
-// AppendDigestPrefix appends the first DigestPrefixSize bytes of h's wire
-// form: the frame-level fields the digest covers.
-func AppendDigestPrefix(b []byte, h *FragmentHeader) []byte {
-	return h.Append(b)[:len(b)+DigestPrefixSize]
-}
-
-// FrameDigest returns the digest fragment headers carry for f: xxhash64 of
-// the first DigestPrefixSize header bytes (sender, key, time, segment, flags,
-// total members) followed by every member record in frame order. scratch is
-// reused to hold those bytes and returned grown, so steady-state calls do not
-// allocate; pass nil when that does not matter.
-func FrameDigest(f *island.Frame, scratch []byte) (uint64, []byte) {
-	h := FragmentHeader{Sender: f.Sender, Key: f.Key, Time: f.Time, Segment: f.Segment, Flags: f.Flags,
-		TotalMembers: uint32(len(f.Members))}
-	scratch = AppendDigestPrefix(scratch[:0], &h)
-	for i := range f.Members {
-		scratch = AppendMember(scratch, &f.Members[i])
-	}
-	return xxhash.Sum64(scratch), scratch
+// Digest returns the frame digest every fragment header carries: xxhash64
+// (seed 0) of the first 41 bytes of h's wire form (sender, key, time,
+// segment, flags, total members) followed by the frame's member records in
+// frame order. A receiver that reassembled members checks it against
+// h.Digest. It does not allocate.
+func Digest(h *FragmentHeader, members Records) uint64 {
+	var pre [FragmentHeaderSize]byte
+	h.Append(pre[:0])
+	var d xxhash.Digest
+	d.Reset()
+	_, _ = d.Write(pre[:digestPrefixSize])
+	_, _ = d.Write(members)
+	return d.Sum64()
 }

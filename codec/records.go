@@ -20,32 +20,10 @@ func (r Records) ID(i int) island.MemberID {
 	return island.MemberID{Stable: binary.LittleEndian.Uint64(b[:8]), Generation: binary.LittleEndian.Uint32(b[8:])}
 }
 
-// Member decodes record i. It does not check finiteness; records that came
-// through Decoder or ParseFragment are known to be finite.
-func (r Records) Member(i int) island.Member {
+// Member decodes record i and reports whether its floats are all finite
+// (records that came through a Decoder always are).
+func (r Records) Member(i int) (island.Member, bool) {
 	var m island.Member
-	parseMemberInto(&m, r[i*MemberSize:(i+1)*MemberSize])
-	return m
-}
-
-// MemberFinite decodes record i into m and reports whether its floats are
-// all finite.
-func (r Records) MemberFinite(i int, m *island.Member) bool {
-	return parseMemberInto(m, r[i*MemberSize:(i+1)*MemberSize])
-}
-
-// Decode decodes every record into dst, which must have length r.Len(), and
-// reports false if any float is NaN or ±Inf (dst is then partly written).
-func (r Records) Decode(dst []island.Member) bool {
-	return DecodeMembers(dst, r)
-}
-
-// AppendTo decodes every record and appends the members to dst.
-func (r Records) AppendTo(dst []island.Member) []island.Member {
-	for i := 0; i+MemberSize <= len(r); i += MemberSize {
-		var m island.Member
-		parseMemberInto(&m, r[i:i+MemberSize])
-		dst = append(dst, m)
-	}
-	return dst
+	ok := parseMemberInto(&m, r[i*MemberSize:(i+1)*MemberSize])
+	return m, ok
 }

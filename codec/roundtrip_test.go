@@ -51,7 +51,7 @@ func TestRoundTripProperty(t *testing.T) {
 					int(h.TotalMembers) != len(f.Members) || int(h.FirstMember) != len(got[k]) || h.Digest != digestOf(f) {
 					t.Fatalf("header mismatch: %+v", h)
 				}
-				got[k] = fr.AppendMembers(got[k])
+				got[k] = append(got[k], members(fr.Raw)...)
 			}
 		}
 		for i := range frames {

@@ -121,7 +121,11 @@ func (a *Adversary) recentOf(k island.Key) [][]byte {
 // lease check can refuse it.
 func (a *Adversary) spoof(h codec.FragmentHeader, f codec.Fragment) []byte {
 	a.forged = island.Frame{Sender: h.Sender + 1000, Key: h.Key, Time: h.Time, Segment: h.Segment,
-		Members: f.AppendMembers(a.forged.Members[:0])}
+		Members: a.forged.Members[:0]}
+	for i := range f.Raw.Len() {
+		m, _ := f.Raw.Member(i)
+		a.forged.Members = append(a.forged.Members, m)
+	}
 	a.forged.Key.Seq += 1 << 20
 	for i := range a.forged.Members {
 		a.forged.Members[i].State.X += 5

@@ -135,6 +135,3 @@ func (l *Link) Deliver(now int64, out [][]byte) [][]byte {
 	}
 	return out
 }
-
-// Pending returns how many datagrams are in flight.
-func (l *Link) Pending() int { return len(l.q) }

@@ -57,8 +57,8 @@ func (r *Replica) ApplyIsland(ids []island.MemberID, poses []island.State, src S
 	}
 }
 
-// Pose returns a shown body's displayed position and angle.
-func (r *Replica) Pose(id island.MemberID) (x, y, angle float64, ok bool) {
+// pose returns a shown body's displayed position and angle.
+func (r *Replica) pose(id island.MemberID) (x, y, angle float64, ok bool) {
 	b := r.bodies[id]
 	if b == nil || !r.shown[id] {
 		return 0, 0, 0, false
@@ -75,7 +75,7 @@ func (r *Replica) Measure(islands []*Island, errs []float64) ([]float64, int, fl
 	for _, is := range islands {
 		mixed := false
 		for _, j := range is.Joints {
-			e, ok := JointError(&j.Spec, r.Pose)
+			e, ok := JointError(&j.Spec, r.pose)
 			if !ok {
 				continue
 			}

@@ -260,9 +260,6 @@ func (w *World) Step() {
 	w.steps++
 }
 
-// Joints returns the live joints.
-func (w *World) Joints() []*Joint { return w.joints }
-
 // Islands returns the current islands in ascending id order.
 func (w *World) Islands() []*Island {
 	w.refresh()

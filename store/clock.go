@@ -69,7 +69,8 @@ const (
 	SampleWindow = 64
 )
 
-// Clock is one observer's shared playout clock (seed 001, 单调播放与缓冲恢复).
+// Clock is one observer's shared playout clock: monotonic playback with
+// buffer recovery.
 // It turns arrivals of validated frames into one playback time r in
 // authority microseconds that every island is evaluated at. It never reads a
 // clock: Observe and Advance take the caller's local time now (µs). It is not
@@ -179,9 +180,9 @@ func (c *Clock) newTimeline(epoch uint32) {
 	c.gen++
 }
 
-// ServerEstimate returns the estimated current authority time at local time
+// serverEstimate returns the estimated current authority time at local time
 // now: now minus the smallest recent (arrival − authority time) offset.
-func (c *Clock) ServerEstimate(now int64) int64 {
+func (c *Clock) serverEstimate(now int64) int64 {
 	if c.nOff == 0 {
 		return c.latest
 	}
@@ -229,7 +230,7 @@ func (c *Clock) Advance(now int64) ClockState {
 	// D follows its target by at most 0.01 s per second.
 	step := dt / 100
 	c.delay = clamp(c.DelayTarget(), c.delay-step, c.delay+step)
-	target := min(c.ServerEstimate(now)-c.delay, c.latest-c.cfg.SendPeriod)
+	target := min(c.serverEstimate(now)-c.delay, c.latest-c.cfg.SendPeriod)
 
 	switch c.state {
 	case Waiting:
@@ -286,7 +287,7 @@ func (c *Clock) tryAnchor(target int64) {
 	c.gen++
 }
 
-// Reanchor is the seed's re-synchronisation rule as a pure function (µs):
+// Reanchor is the re-synchronisation rule as a pure function (µs):
 // rNew = clamp(target, max(earliest, rOld), secondLatest), valid only when
 // secondLatest ≥ rOld.
 func Reanchor(target, earliest, rOld, secondLatest int64) (int64, bool) {
@@ -321,7 +322,7 @@ type ClockStats struct {
 func (c *Clock) Stats() ClockStats {
 	return ClockStats{State: c.state, R: c.r, Delay: c.delay, Generation: c.gen, FrozenTime: c.frozenTime,
 		WaitingTime: c.waitingTime, Reanchors: c.reanchors, BufferFill: c.latest - c.r,
-		SnapshotAge: c.ServerEstimate(c.lastNow) - c.r}
+		SnapshotAge: c.serverEstimate(c.lastNow) - c.r}
 }
 
 func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }

@@ -20,7 +20,7 @@ func run(c *Clock, from, to int64) {
 
 func rOf(c *Clock) int64 { r, _ := c.R(); return int64(r) }
 
-// frozenAt1s builds the seed's situation: samples every 50 ms up to 0.9 s
+// frozenAt1s builds the frozen-at-1-s situation: samples every 50 ms up to 0.9 s
 // arriving 50 ms late, then silence; r runs into latest + E = 1.0 s.
 func frozenAt1s(t *testing.T) (*Clock, int64) {
 	c := NewClock(ClockConfig{SendPeriod: 50 * ms})
@@ -85,7 +85,7 @@ func TestClockSeedExamples(t *testing.T) {
 		if c.State() != Playing || rOf(c) != 1850*ms || c.Generation() == gen {
 			t.Fatalf("anchor: %v r=%d gen %d→%d", c.State(), rOf(c), gen, c.Generation())
 		}
-		// The rule itself, with the seed's numbers verbatim (target 2.1).
+		// The rule itself: target 2.1 s, earliest 0.6, r 1.0, second latest 1.85.
 		if r, ok := Reanchor(2100*ms, 600*ms, 1000*ms, 1850*ms); !ok || r != 1850*ms {
 			t.Fatalf("Reanchor = %d %v", r, ok)
 		}

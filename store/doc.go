@@ -9,7 +9,7 @@
 //     island's lease, topology or config changed since validation, the whole
 //     frame is discarded (CommitVersionChanged). A frame under a new version
 //     replaces the history wholesale.
-//   - Clock: one playout clock per observer (seed 001): states Waiting,
+//   - Clock: one playout clock per observer: states Waiting,
 //     Playing, Frozen; adaptive delay D from the 95th percentile G of the last
 //     64 advancing arrival intervals, Dtarget = clamp(G + T, 2T, max(2T,
 //     250 ms)), D moving at most 10 ms per second; target = min(serverEstimate

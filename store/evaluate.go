@@ -36,7 +36,7 @@ func (m Mode) String() string {
 // View is one island evaluated at one playback time: the poses of every
 // member, in manifest order, and how they were obtained. It is owned by the
 // Store and valid until the next Evaluate; the engine applies it as one
-// read-out (R5.3).
+// read-out: every member applied exactly once.
 type View struct {
 	Island       uint32
 	Mode         Mode
@@ -153,7 +153,7 @@ func (s *Store) account(h *history, v *View, now int64) {
 	h.lastEval = now
 }
 
-// recover applies R5.4: when the island leaves extrapolation or a freeze for
+// recover applies recovery smoothing: when the island leaves extrapolation or a freeze for
 // interpolation, every member's offset between the pose last shown and the
 // new pose decays over one duration that starts now for the whole island.
 // Boundary frames, segment cuts and large jumps apply at once for every

@@ -9,7 +9,7 @@ import (
 	"github.com/islandsync/islandsync/validator"
 )
 
-// TestSegmentSeed is seed 000's fixed input: (tick, segment, position)
+// TestSegmentSeed is a fixed input of (tick, segment, position):
 // (100,0,0) (102,0,2) (104,1,102) (106,1,104). At 101.5 the island
 // interpolates to 1.50; at 103 the bracketing frames are in different
 // segments, so it shows the right frame, 102, with mode SegmentCut — a naive

@@ -56,7 +56,7 @@ const (
 	// Committed: the frame joined the island's history.
 	Committed CommitResult = iota
 	// CommitVersionChanged: lease, topology or config changed between
-	// validation and commit; the whole frame was discarded (R4.4).
+	// validation and commit; the whole frame was discarded.
 	CommitVersionChanged
 	// CommitDuplicate: a frame with the same authority time is already held.
 	CommitDuplicate
@@ -210,7 +210,7 @@ func (s *Store) Frames(islandID uint32) int {
 	return 0
 }
 
-// Stats are the store's diagnostics (R7).
+// Stats are the store's diagnostics: what the player saw, not only what arrived.
 type Stats struct {
 	Commits            [NumCommitResults]uint64 // per CommitResult
 	Invalidations      uint64                   // histories dropped wholesale on a version change

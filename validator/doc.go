@@ -37,5 +37,6 @@
 // Validate allocates nothing in steady state; the returned frame is reused by
 // the next call (the store copies it). A Validator is not safe for
 // concurrent use: the game thread owns it. Stamp returns the version the
-// store compares at commit time (R4.4).
+// store compares at commit time, so that a version change between validation
+// and commit discards the whole frame.
 package validator

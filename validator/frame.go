@@ -6,7 +6,8 @@ import (
 
 // Stamp is the authority and topology version a frame was validated
 // against. The store commits a frame only if the island's current Stamp is
-// still equal (compare-and-commit, R4.4). It is comparable.
+// still equal (compare-and-commit): a lease, topology or config change between
+// validation and commit discards the whole frame. It is comparable.
 type Stamp struct {
 	Island   uint32
 	Epoch    uint32          // lease epoch
@@ -32,7 +33,8 @@ type Validated struct {
 	states  []island.State
 }
 
-// ValidatedIslandFrame is the name the design notes use for Validated.
+// ValidatedIslandFrame is another name for Validated: an island frame that
+// passed every check and holds every member, resolved, in manifest order.
 type ValidatedIslandFrame = Validated
 
 // Stamp returns the version the frame was validated against.

@@ -217,8 +217,8 @@ func (v *Validator) validate(f *assembler.Frame) Reason {
 			}
 			e.handles[pos] = h
 		}
-		var m island.Member
-		if !f.Members.MemberFinite(i, &m) {
+		m, finite := f.Members.Member(i)
+		if !finite {
 			return NonFinite
 		}
 		out.handles[pos], out.ids[pos], out.states[pos] = h, id, m.State

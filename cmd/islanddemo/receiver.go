@@ -76,7 +76,7 @@ func (n *naive) receive(dg []byte) {
 	for _, f := range frags {
 		src := physics.Source{From: f.Header.Key, To: f.Header.Key}
 		for i := 0; i < int(f.Header.MemberCount); i++ {
-			m := f.Member(i)
+			m, _ := f.Raw.Member(i) // the decoder checked every float
 			n.rep.Set(m.ID, m.State, src)
 		}
 	}
