@@ -191,7 +191,7 @@ func TestEndToEndQUIC(t *testing.T) {
 	up, down := relay.Stats()
 	// The heap bound: every watcher's receive path lives in this process
 	// too, so the bound covers 32 receivers plus the server's queues.
-	const bound = 256 << 20
+	const bound = 64 << 20
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("%d watchers, %v: relay up %d sent %d lost %d dup; down %d sent %d lost %d dup; heap %+d KiB",
 		watchers, run, up.Sent, up.Lost, up.Duplicated, down.Sent, down.Lost, down.Duplicated, grew/1024)
