@@ -40,6 +40,19 @@ func datagrams(t testing.TB, fs ...island.Frame) [][]byte {
 	return out
 }
 
+// feed delivers frames first…last of the fixture island, one every 50 ms
+// of authority and local time after now, and returns the last local time.
+func feed(t testing.TB, rx *Receiver, now int64, first, last uint32) int64 {
+	t.Helper()
+	for seq := first; seq <= last; seq++ {
+		now += 50_000
+		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
+			rx.Datagram(now, d)
+		}
+	}
+	return now
+}
+
 func mustControl(t testing.TB, rx *Receiver, now int64, ms ...codec.Message) {
 	t.Helper()
 	for _, m := range ms {
@@ -106,13 +119,7 @@ func TestFramesNeedControl(t *testing.T) {
 // island comes out whole, from one frame pair.
 func TestRenderWholeIslands(t *testing.T) {
 	rx := newReady(t)
-	now := int64(0)
-	for seq := uint32(1); seq <= 6; seq++ {
-		now += 50_000
-		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
-			rx.Datagram(now, d)
-		}
-	}
+	now := feed(t, rx, 0, 1, 6)
 	views := rx.Render(now)
 	if len(views) != 1 {
 		t.Fatalf("%d views", len(views))
@@ -137,13 +144,7 @@ func TestRenderWholeIslands(t *testing.T) {
 // the clock and waits for the catch-up.
 func TestTimelines(t *testing.T) {
 	rx := newReady(t)
-	now := int64(0)
-	for seq := uint32(1); seq <= 6; seq++ {
-		now += 50_000
-		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
-			rx.Datagram(now, d)
-		}
-	}
+	now := feed(t, rx, 0, 1, 6)
 	rx.Render(now)
 	if rx.Clock().State == store.Waiting {
 		t.Fatal("clock did not start")
@@ -163,12 +164,7 @@ func TestTimelines(t *testing.T) {
 	}
 	// Frames of the new timeline start again at small authority times.
 	mustControl(t, rx, now, codec.Announce{IDs: ids}, lease, manifest)
-	for seq := uint32(1); seq <= 4; seq++ {
-		now += 50_000
-		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
-			rx.Datagram(now, d)
-		}
-	}
+	now = feed(t, rx, now, 1, 4)
 	rx.Render(now)
 	if r := rx.Clock().R; r > 1_000_000 {
 		t.Fatalf("clock stayed on the old timeline: r=%d", r)

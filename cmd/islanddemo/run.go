@@ -3,10 +3,10 @@ package main
 import (
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/internal/quantile"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/netsim"
 	"github.com/islandsync/islandsync/physics"
@@ -110,18 +110,18 @@ func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, 
 		MaxFragmentsFrame:  m.maxFragments,
 		FramesCommitted:    rs.FramesCommitted,
 		Rejects:            rejects(&rs, m.pipe.ctlErrs),
-		Pipeline:           receiverReport{HalfFramesApplied: m.pipeHalf, MaxJointError: round(maxOf(m.pipeErrs), 4), P99JointError: round(pct(m.pipeErrs, 99), 4)},
-		ServerFloor:        floorReport{MaxJointError: round(maxOf(m.floor), 4), P99JointError: round(pct(m.floor, 99), 4)},
+		Pipeline:           receiverReport{HalfFramesApplied: m.pipeHalf, MaxJointError: round(maxOf(m.pipeErrs), 4), P99JointError: round(quantile.Nearest(m.pipeErrs, 99), 4)},
+		ServerFloor:        floorReport{MaxJointError: round(maxOf(m.floor), 4), P99JointError: round(quantile.Nearest(m.floor, 99), 4)},
 		FreezeSeconds:      round(float64(rs.Store.FreezeTime+rs.Clock.FrozenTime)/1e6, 3),
 		ExtrapolateSeconds: round(float64(rs.Store.ExtrapolationTime)/1e6, 3),
-		SnapshotAgeP50ms:   round(pct(m.ages, 50), 1),
-		SnapshotAgeP95ms:   round(pct(m.ages, 95), 1),
+		SnapshotAgeP50ms:   round(quantile.Nearest(m.ages, 50), 1),
+		SnapshotAgeP95ms:   round(quantile.Nearest(m.ages, 95), 1),
 		CorrectionMaxM:     round(rs.Store.CorrectionMax, 4),
 		HandoffLatencyMs:   round(float64(rs.Store.HandoffLatencyMax)/1000, 1),
 		Network:            netw,
 	}
 	if m.nv != nil {
-		rep.Naive = &receiverReport{HalfFramesApplied: m.naiveHalf, MaxJointError: round(maxOf(m.naiveErrs), 4), P99JointError: round(pct(m.naiveErrs, 99), 4)}
+		rep.Naive = &receiverReport{HalfFramesApplied: m.naiveHalf, MaxJointError: round(maxOf(m.naiveErrs), 4), P99JointError: round(quantile.Nearest(m.naiveErrs, 99), 4)}
 	}
 	rep.Verdict = verdict(rep.FramesCommitted, rep.Pipeline.HalfFramesApplied)
 	return rep
@@ -282,17 +282,6 @@ func maxOf(v []float64) float64 {
 		m = max(m, x)
 	}
 	return m
-}
-
-// pct returns the p-th percentile (nearest rank) of v; 0 for none.
-func pct(v []float64, p float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	k := int(p/100*float64(len(s))+0.999999) - 1
-	return s[max(0, min(k, len(s)-1))]
 }
 
 func round(v float64, digits int) float64 {

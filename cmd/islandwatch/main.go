@@ -25,13 +25,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/internal/quantile"
 	"github.com/islandsync/islandsync/receiver"
 	"github.com/islandsync/islandsync/store"
 	"github.com/islandsync/islandsync/transport"
@@ -143,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%5.0fs  islands %3d  committed %4d/s  half-frames %d  freeze %.2fs  age p95 %3.0f ms  rejects %s\n",
 				time.Since(start).Seconds(), len(tk.Receiver.Islands()), st.FramesCommitted-last.FramesCommitted, half,
 				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
-				pct(ages, 95), rejectLine(&st))
+				quantile.Nearest(ages, 95), rejectLine(&st))
 		}
 		allAg = append(allAg, ages...)
 		ages = ages[:0]
@@ -162,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		s := summary{Addr: *addr, DurationS: time.Since(start).Seconds(), Islands: len(rx.Islands()),
 			FramesCommitted: st.FramesCommitted, HalfFramesApplied: half, Datagrams: st.Datagrams,
 			FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
-			SnapshotAgeP95ms: pct(append(allAg, ages...), 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
+			SnapshotAgeP95ms: quantile.Nearest(append(allAg, ages...), 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
 			Rejects: map[string]uint64{}}
 		st.Rejects(func(r string, n uint64) { s.Rejects[r] = n })
 		enc := json.NewEncoder(stdout)
@@ -179,15 +178,4 @@ func rejectLine(st *receiver.Stats) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// pct returns the p-th percentile (nearest rank) of v; 0 for none.
-func pct(v []float64, p float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	k := int(p/100*float64(len(s))+0.999999) - 1
-	return s[max(0, min(k, len(s)-1))]
 }
