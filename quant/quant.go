@@ -1,0 +1,138 @@
+package quant
+
+import (
+	"errors"
+	"math"
+
+	"github.com/islandsync/islandsync/island"
+)
+
+// Class is a constraint class: how much error an island's joints tolerate.
+type Class uint8
+
+const (
+	// Rigid: bodies held together by stiff joints (bridges, ragdolls).
+	Rigid Class = iota
+	// Chain: long hinge chains, where small per-link errors add up.
+	Chain
+	// Loose: decoration nobody joins to anything that matters.
+	Loose
+	numClasses
+)
+
+func (c Class) String() string {
+	switch c {
+	case Rigid:
+		return "rigid"
+	case Chain:
+		return "chain"
+	case Loose:
+		return "loose"
+	}
+	return "unknown"
+}
+
+// Precision is the quantum of each field as a power of two: a field with
+// bits b is held in units of 2^-b of its unit.
+type Precision struct {
+	Pos    uint8 // position: units of 2^-Pos metres
+	Angle  uint8 // rotation: units of 2^-Angle turns
+	Vel    uint8 // linear velocity: units of 2^-Vel m/s
+	AngVel uint8 // angular velocity: units of 2^-AngVel turns per second
+}
+
+// Precision returns the class's default precision. Rigid and Chain hold
+// positions to 1/512 m and angles to 2^-12 turn (error at most 0.98 mm and
+// 0.77 mrad); Chain keeps velocities finer because its extrapolation runs
+// longest. Loose holds 1/128 m and 2^-9 turn.
+func (c Class) Precision() Precision {
+	switch c {
+	case Chain:
+		return Precision{Pos: 9, Angle: 12, Vel: 9, AngVel: 10}
+	case Loose:
+		return Precision{Pos: 7, Angle: 9, Vel: 6, AngVel: 7}
+	}
+	return Precision{Pos: 9, Angle: 12, Vel: 8, AngVel: 9}
+}
+
+// Error is the largest error quantization adds to each field.
+type Error struct {
+	Pos    float64 // metres, per axis
+	Angle  float64 // radians
+	Vel    float64 // m/s, per axis
+	AngVel float64 // rad/s
+}
+
+// MaxError returns half of each quantum: the bound on |value − restored|.
+func (p Precision) MaxError() Error {
+	return Error{Pos: math.Ldexp(0.5, -int(p.Pos)), Angle: math.Pi * math.Ldexp(1, -int(p.Angle)),
+		Vel: math.Ldexp(0.5, -int(p.Vel)), AngVel: math.Pi * math.Ldexp(1, -int(p.AngVel))}
+}
+
+// State is a quantized body state. Its zero value is a body at rest at the
+// origin. It is comparable: two states are equal exactly when every field
+// restores to the same value.
+type State struct {
+	X, Y, Angle, VX, VY, AngVel int64
+}
+
+// Errors.
+var (
+	ErrRange     = errors.New("quant: value outside the encodable range")
+	ErrNonFinite = errors.New("quant: non-finite value")
+)
+
+// limit is the largest quantized magnitude: integers up to 2^53 convert to
+// float64 and back exactly.
+const limit = 1 << 53
+
+func q(v float64, bits uint8) (int64, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, ErrNonFinite
+	}
+	r := math.Round(math.Ldexp(v, int(bits)))
+	if r >= limit || r <= -limit {
+		return 0, ErrRange
+	}
+	return int64(r), nil
+}
+
+const turn = 2 * math.Pi
+
+// Quantize returns s in p's units, or ErrNonFinite, or ErrRange.
+func Quantize(s island.State, p Precision) (State, error) {
+	var out State
+	var errs [6]error
+	out.X, errs[0] = q(s.X, p.Pos)
+	out.Y, errs[1] = q(s.Y, p.Pos)
+	out.Angle, errs[2] = q(s.Angle/turn, p.Angle)
+	out.VX, errs[3] = q(s.VX, p.Vel)
+	out.VY, errs[4] = q(s.VY, p.Vel)
+	out.AngVel, errs[5] = q(s.AngVel/turn, p.AngVel)
+	for _, err := range errs {
+		if err != nil {
+			return State{}, err
+		}
+	}
+	return out, nil
+}
+
+// State restores the float state q stands for under p.
+func (s State) State(p Precision) island.State {
+	return island.State{
+		X: math.Ldexp(float64(s.X), -int(p.Pos)), Y: math.Ldexp(float64(s.Y), -int(p.Pos)),
+		Angle: math.Ldexp(float64(s.Angle), -int(p.Angle)) * turn,
+		VX:    math.Ldexp(float64(s.VX), -int(p.Vel)), VY: math.Ldexp(float64(s.VY), -int(p.Vel)),
+		AngVel: math.Ldexp(float64(s.AngVel), -int(p.AngVel)) * turn,
+	}
+}
+
+// Sub returns s − b field by field: the delta that Add applies.
+func (s State) Sub(b State) State {
+	return State{s.X - b.X, s.Y - b.Y, s.Angle - b.Angle, s.VX - b.VX, s.VY - b.VY, s.AngVel - b.AngVel}
+}
+
+// Add returns s + d field by field.
+func (s State) Add(d State) State {
+	return State{s.X + d.X, s.Y + d.Y, s.Angle + d.Angle, s.VX + d.VX, s.VY + d.VY, s.AngVel + d.AngVel}
+}
