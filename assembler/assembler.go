@@ -16,9 +16,9 @@ type frameID struct {
 	key    island.Key
 }
 
-// islandID scopes the per-island candidate cap: one sender's frames of one island.
+// islandID scopes the per-island candidate cap: every sender's frames of
+// one island together, so that many senders cannot multiply the cap.
 type islandID struct {
-	sender island.SenderID
 	island uint32
 }
 
@@ -53,7 +53,7 @@ type pending struct {
 	raw      []byte // member wire bytes in arrival order
 }
 
-// islandState lists one (sender, island)'s pending frames, oldest first.
+// islandState lists one island's pending frames (all senders), oldest first.
 type islandState struct {
 	id    islandID
 	cands []*pending
@@ -227,9 +227,9 @@ func sameFrameHeader(a, b *codec.FragmentHeader) bool {
 // admit creates a pending frame for the first fragment of id, evicting to
 // respect the per-island and global frame caps.
 func (a *Assembler) admit(now int64, id frameID, h *codec.FragmentHeader, fixed int) *pending {
-	iid := islandID{sender: id.sender, island: id.key.Island}
+	iid := islandID{island: id.key.Island}
 	if isl := a.islands[iid]; isl != nil && len(isl.cands) >= a.cfg.MaxCandidatesPerIsland {
-		a.drop(isl.cands[0], EvictedIslandCap)
+		a.drop(isl.cands[victim(isl.cands)], EvictedIslandCap)
 	}
 	for len(a.frames) >= a.cfg.MaxPending {
 		a.drop(a.order.head, EvictedPendingCap)
@@ -257,6 +257,27 @@ func (a *Assembler) admit(now int64, id frameID, h *codec.FragmentHeader, fixed 
 	// The fixed part may push us over the byte cap: evict older frames.
 	a.makeRoom(p, 0)
 	return p
+}
+
+// victim picks the candidate to evict when an island is at its cap: a
+// candidate of the sender holding the most, so that one sender flooding an
+// island with invented sequence numbers evicts its own frames first; among
+// those, the one with the fewest members received (a frame that is getting
+// somewhere outlives one that is not), then the oldest.
+func victim(cands []*pending) int {
+	best, most := 0, 0
+	for i, c := range cands {
+		n := 0
+		for _, d := range cands {
+			if d.id.sender == c.id.sender {
+				n++
+			}
+		}
+		if n > most || (n == most && c.received < cands[best].received) {
+			best, most = i, n
+		}
+	}
+	return best
 }
 
 // makeRoom evicts the oldest other frames until charge more bytes fit. It
@@ -329,7 +350,7 @@ func (a *Assembler) completed(p *pending) {
 	isl := p.isl
 	for i := 0; i < len(isl.cands); {
 		c := isl.cands[i]
-		if c != p && c.id.key.Stream() == sid.stream && !island.SeqNewer(c.id.key.Seq, s.lastSeq) {
+		if c != p && c.id.sender == p.id.sender && c.id.key.Stream() == sid.stream && !island.SeqNewer(c.id.key.Seq, s.lastSeq) {
 			a.drop(c, Superseded) // removes c from isl.cands
 			continue
 		}

@@ -12,11 +12,12 @@ const (
 	// several broadcast periods at 20–30 Hz, short enough that a lost
 	// fragment frees its frame quickly.
 	DefaultTTL = 250_000
-	// DefaultMaxCandidatesPerIsland caps incomplete frames per (sender,
-	// island): a sender can never hold more than this many frames of one
-	// island in flight, however many sequence numbers it invents. Eight
-	// covers a TTL's worth of frames at 30 Hz, so reordering alone does not
-	// evict frames that would still complete.
+	// DefaultMaxCandidatesPerIsland caps incomplete frames per island,
+	// over all senders together: however many senders and sequence numbers
+	// a peer invents, one island never holds more than this many frames in
+	// flight. At the cap, the sender holding the most candidates loses its
+	// oldest. Eight covers a TTL's worth of frames at 30 Hz, so reordering
+	// alone does not evict frames that would still complete.
 	DefaultMaxCandidatesPerIsland = 8
 	// DefaultMaxPending caps incomplete frames overall (all senders, all
 	// islands), including rejected frames kept as poisoned tombstones.
@@ -48,7 +49,7 @@ type Config struct {
 	// TTL is how long an incomplete frame is held after its first fragment,
 	// in microseconds of the caller's clock. Zero means DefaultTTL.
 	TTL int64
-	// MaxCandidatesPerIsland caps incomplete frames per (sender, island).
+	// MaxCandidatesPerIsland caps incomplete frames per island, all senders together.
 	// Zero means DefaultMaxCandidatesPerIsland.
 	MaxCandidatesPerIsland int
 	// MaxPending caps incomplete frames overall. Zero means DefaultMaxPending.

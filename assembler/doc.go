@@ -29,7 +29,7 @@
 // # Caps, defaults and eviction
 //
 //	TTL                     250 ms  incomplete frames older than this are dropped (Expired)
-//	MaxCandidatesPerIsland  8       incomplete frames per (sender, island)
+//	MaxCandidatesPerIsland  8       incomplete frames per island, all senders together
 //	MaxPending              1024    incomplete + poisoned frames overall
 //	MaxPendingBytes         8 MiB   accounted bytes overall
 //	MaxStreams              4096    remembered streams (least recently completed forgotten)
@@ -40,8 +40,9 @@
 // could not fit MaxPendingBytes is refused at its first fragment
 // (RejectTooLarge). Memory is charged for bytes actually received, not for
 // the total a peer claims. Eviction is deterministic: when a new frame would
-// exceed its (sender, island) cap, that island's oldest candidate goes
-// (EvictedIslandCap); when the global frame cap is reached, the oldest frame
+// exceed its island's cap, a candidate of the sender holding the most of that
+// island's candidates goes — the one with the fewest members received, then
+// the oldest — so a flooding sender evicts its own (EvictedIslandCap); when the global frame cap is reached, the oldest frame
 // overall goes (EvictedPendingCap); when bytes would exceed the byte cap, the
 // oldest other frames go until they fit (EvictedByteCap). "Oldest" is the
 // order of first fragments. When everything has completed or expired,
