@@ -266,8 +266,8 @@ func (b *Broadcaster) Acked(id ObserverID, islandID uint32) (codec.AckEntry, boo
 	return codec.AckEntry{}, false
 }
 
-// Apply records one authority change — Announce, Destroy, Lease, Manifest
-// or Forget — and queues it, in order, to every observer it concerns:
+// Apply records one authority change — Announce, Destroy, Lease, Manifest,
+// Forget or Cut — and queues it, in order, to every observer it concerns:
 // identities to all, island messages to the island's subscribers.
 func (b *Broadcaster) Apply(m codec.Message) error {
 	switch m := m.(type) {
@@ -307,6 +307,9 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		delete(b.leases, m.Island)
 		delete(b.manifests, m.Island)
 		b.queueAll(m, &m.Island)
+	case codec.Cut:
+		b.queueAll(m, &m.Island) // an event, not state: late joiners get the new segment's frames
+
 	default:
 		return ErrDirection
 	}

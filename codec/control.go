@@ -73,6 +73,7 @@ const (
 	TypeLease     MessageType = 0x04
 	TypeManifest  MessageType = 0x05
 	TypeForget    MessageType = 0x06
+	TypeCut       MessageType = 0x07
 	TypeSubscribe MessageType = 0x10
 	TypeAck       MessageType = 0x11
 )
@@ -91,6 +92,8 @@ func (t MessageType) String() string {
 		return "manifest"
 	case TypeForget:
 		return "forget"
+	case TypeCut:
+		return "cut"
 	case TypeSubscribe:
 		return "subscribe"
 	case TypeAck:
@@ -101,7 +104,7 @@ func (t MessageType) String() string {
 
 // FromServer reports whether messages of type t travel from the authority
 // to observers.
-func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypeForget }
+func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypeCut }
 
 // Message is one control message. Every implementation is a value type of
 // this package; Append writes the whole message, envelope included.
@@ -149,6 +152,16 @@ type Manifest island.Manifest
 // Forget says an island id no longer exists (it merged or emptied).
 type Forget struct{ Island uint32 }
 
+// Cut says an island's continuity segment Segment starts at authority time
+// Time (a teleport, a respawn): receivers never extrapolate the older
+// segment past Time, and show nothing rather than the old pose until a
+// frame of the new segment is held.
+type Cut struct {
+	Island  uint32
+	Segment uint32
+	Time    island.Time
+}
+
 // Subscribe tells the authority which islands an observer wants. All means
 // every island; otherwise Islands lists them in strictly ascending order (an
 // empty list subscribes to nothing).
@@ -173,6 +186,7 @@ func (Destroy) Type() MessageType   { return TypeDestroy }
 func (Lease) Type() MessageType     { return TypeLease }
 func (Manifest) Type() MessageType  { return TypeManifest }
 func (Forget) Type() MessageType    { return TypeForget }
+func (Cut) Type() MessageType       { return TypeCut }
 func (Subscribe) Type() MessageType { return TypeSubscribe }
 func (Ack) Type() MessageType       { return TypeAck }
 
@@ -183,6 +197,7 @@ const (
 	leaseBody     = 12
 	manifestHead  = 16
 	forgetBody    = 4
+	cutBody       = 16
 	subscribeHead = 1 + 4
 	ackHead       = 4
 	ackEntrySize  = 24
@@ -194,6 +209,7 @@ func (m Destroy) Size() int   { return ControlHeaderSize + idListHead + idSize*l
 func (Lease) Size() int       { return ControlHeaderSize + leaseBody }
 func (m Manifest) Size() int  { return ControlHeaderSize + manifestHead + idSize*len(m.Members) }
 func (Forget) Size() int      { return ControlHeaderSize + forgetBody }
+func (Cut) Size() int         { return ControlHeaderSize + cutBody }
 func (m Subscribe) Size() int { return ControlHeaderSize + subscribeHead + 4*len(m.Islands) }
 func (m Ack) Size() int       { return ControlHeaderSize + ackHead + ackEntrySize*len(m.Entries) }
 
@@ -246,6 +262,13 @@ func (m Manifest) Append(b []byte) []byte {
 
 func (m Forget) Append(b []byte) []byte {
 	return binary.LittleEndian.AppendUint32(appendEnvelope(b, m), m.Island)
+}
+
+func (m Cut) Append(b []byte) []byte {
+	b = appendEnvelope(b, m)
+	b = binary.LittleEndian.AppendUint32(b, m.Island)
+	b = binary.LittleEndian.AppendUint32(b, m.Segment)
+	return binary.LittleEndian.AppendUint64(b, uint64(m.Time))
 }
 
 func (m Subscribe) Append(b []byte) []byte {
@@ -329,6 +352,8 @@ func ParseControl(b []byte, lim *ControlLimits) (Message, int, error) {
 		m, err = p.manifest(lim.MaxMembers)
 	case TypeForget:
 		m, err = p.forget()
+	case TypeCut:
+		m, err = p.cut()
 	case TypeSubscribe:
 		m, err = p.subscribe(lim.MaxIslands)
 	case TypeAck:
@@ -472,6 +497,13 @@ func (p *ctlParser) forget() (Forget, error) {
 		return Forget{}, err
 	}
 	return Forget{Island: p.u32()}, nil
+}
+
+func (p *ctlParser) cut() (Cut, error) {
+	if err := p.need(cutBody, "cut"); err != nil {
+		return Cut{}, err
+	}
+	return Cut{Island: p.u32(), Segment: p.u32(), Time: island.Time(p.u64())}, nil
 }
 
 func (p *ctlParser) subscribe(max int) (Subscribe, error) {

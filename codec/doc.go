@@ -29,7 +29,7 @@
 // # Control messages
 //
 // The reliable control stream (server → observer: Welcome, Announce,
-// Destroy, Lease, Manifest, Forget; observer → server: Subscribe, Ack) uses
+// Destroy, Lease, Manifest, Forget, Cut; observer → server: Subscribe, Ack) uses
 // the same style: each message type implements Message (Type, Size,
 // Append), and ParseControl reads one message under ControlLimits. A stream
 // reader calls ControlLength on the first bytes to learn how many to wait

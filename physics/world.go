@@ -110,12 +110,15 @@ const (
 	IslandChanged                  // topology or config of an island changed
 	IslandGone                     // an island id disappeared (merged or emptied)
 	LeaseChanged                   // an island's epoch/owner changed
+	SegmentCut                     // an island jumped: a new continuity segment starts at Event.Time
 )
 
 // Event is one change an observer must learn reliably.
 type Event struct {
-	Kind   EventKind
-	Island uint32
+	Kind    EventKind
+	Island  uint32
+	Segment uint32      // SegmentCut: the new segment
+	Time    island.Time // SegmentCut: the authority time it starts at
 }
 
 // NewWorld returns an empty world with gravity and the given step rate.
@@ -217,7 +220,7 @@ func (w *World) SetSlideRange(j *Joint, min, max float64) {
 	if is := w.islandOf(j.Spec.A); is != nil {
 		is.Config++
 		is.Fresh = true
-		w.events = append(w.events, Event{IslandChanged, is.ID})
+		w.events = append(w.events, Event{Kind: IslandChanged, Island: is.ID})
 	}
 }
 
@@ -233,6 +236,7 @@ func (w *World) Teleport(islandID uint32, d cp.Vector) {
 		b.B.SetPosition(b.B.Position().Add(d))
 	}
 	is.Segment++
+	w.events = append(w.events, Event{Kind: SegmentCut, Island: is.ID, Segment: is.Segment, Time: w.Time()})
 }
 
 // HandOff moves an island's authority to owner: its epoch bumps and the next
@@ -243,7 +247,7 @@ func (w *World) HandOff(islandID uint32, owner island.SenderID) {
 		is.Epoch++
 		is.Owner = owner
 		is.Fresh = true
-		w.events = append(w.events, Event{LeaseChanged, is.ID})
+		w.events = append(w.events, Event{Kind: LeaseChanged, Island: is.ID})
 	}
 }
 
@@ -363,14 +367,14 @@ func (w *World) refresh() {
 			delete(w.retired, id)
 			is.Topology++
 			is.Fresh = true
-			w.events = append(w.events, Event{IslandFormed, id})
+			w.events = append(w.events, Event{Kind: IslandFormed, Island: id})
 		} else if is == nil {
 			is = &Island{ID: id, Topology: 1, Config: 1, Epoch: 1, Owner: w.DefaultOwner, Fresh: true}
-			w.events = append(w.events, Event{IslandFormed, id})
+			w.events = append(w.events, Event{Kind: IslandFormed, Island: id})
 		} else if !slices.Equal(is.Members, members) || !slices.Equal(is.Joints, joints) {
 			is.Topology++
 			is.Fresh = true
-			w.events = append(w.events, Event{IslandChanged, id})
+			w.events = append(w.events, Event{Kind: IslandChanged, Island: id})
 		}
 		is.Members, is.Joints = members, joints
 		next[id] = is
@@ -379,7 +383,7 @@ func (w *World) refresh() {
 	for _, is := range w.ordered {
 		if next[is.ID] == nil {
 			w.retired[is.ID] = is
-			w.events = append(w.events, Event{IslandGone, is.ID})
+			w.events = append(w.events, Event{Kind: IslandGone, Island: is.ID})
 		}
 	}
 	slices.SortFunc(ordered, func(a, b *Island) int { return int(a.ID) - int(b.ID) })

@@ -30,6 +30,10 @@
 //   - Lease changes reach the store, which reports hand-off latency.
 //   - Ack lists the newest committed frame per island and which of the 32
 //     before it were committed.
+//   - Every known island has a view: one without a valid pose at r comes as
+//     missing (Mode store.Empty, no poses), and ViewReady says whether the
+//     whole view is valid at r. While the clock is Frozen the views are held
+//     as last shown; a Cut control message ends a segment at its time.
 //
 // # Limits
 //

@@ -47,10 +47,12 @@ type Pose struct {
 }
 
 // IslandView is one island at the render time: every member from the same
-// frame pair and one alpha.
+// frame pair and one alpha — or, with Mode store.Empty and no poses, an
+// island the receiver knows of but has nothing valid to show for (missing:
+// hide it or draw a placeholder).
 type IslandView struct {
 	Island       uint32
-	Mode         store.Mode  // Interpolate, Extrapolate, SegmentCut, Stale, HoldOldest
+	Mode         store.Mode  // Interpolate, Extrapolate, SegmentCut, Stale, HoldOldest, or Empty (missing)
 	R            island.Time // playback time, authority µs
 	SampleTime   island.Time // time the poses stand for (R unless held)
 	ValidAtR     bool        // false when held (Stale, HoldOldest)
@@ -82,6 +84,7 @@ type Receiver struct {
 	timelines   uint32   // local timeline counter: bumps on every new authority timeline
 	known       []uint32 // islands with a manifest, ascending
 	views       []IslandView
+	ready       bool // the last Render showed every known island valid at r
 	acks        map[uint32]*ackState
 
 	stats Stats
@@ -190,6 +193,8 @@ func (r *Receiver) control(now int64, m codec.Message) error {
 		if i, found := slices.BinarySearch(r.known, m.Island); !found {
 			r.known = slices.Insert(r.known, i, m.Island)
 		}
+	case codec.Cut:
+		r.st.Cut(m.Island, m.Segment, m.Time)
 	case codec.Forget:
 		r.val.Forget(m.Island)
 		r.st.Forget(m.Island)
@@ -288,30 +293,45 @@ func (r *Receiver) Ack(dst codec.Ack) codec.Ack {
 	return dst
 }
 
-// Render advances the playout clock to now and evaluates every island at
-// the one playback time r: each island from one frame pair and one alpha
-// (or held whole). It returns nil while the clock has no time anchored. The
-// views and their poses are the receiver's: valid until the next Render.
-// Render also expires incomplete frames whose TTL has passed.
+// Render advances the playout clock to now and evaluates every known island
+// at the one playback time r: each island from one frame pair and one alpha
+// (or held whole). While the clock is Frozen, r and the shown poses freeze
+// together: every island is held as last shown, whatever frames arrive, and
+// the change when the clock resumes goes through the island's shared
+// correction. Islands without a valid pose come as missing views (Mode
+// store.Empty, no poses). It returns nil while the clock has no time
+// anchored. The views and their poses are the receiver's: valid until the
+// next Render. Render also expires incomplete frames whose TTL has passed.
 func (r *Receiver) Render(now int64) []IslandView {
 	r.asm.Expire(now)
 	r.clock.Advance(now)
 	rt, ok := r.clock.R()
+	r.ready = false
 	if !ok {
 		return nil
 	}
 	gen := r.clock.Generation()
+	frozen := r.clock.State() == store.Frozen
 	n := 0
+	r.ready = true
 	for _, id := range r.known {
-		v := r.st.Evaluate(id, rt, now, gen)
-		if v == nil || v.Mode == store.Empty {
-			continue
+		var v *store.View
+		if frozen {
+			v = r.st.Hold(id, rt, now, gen)
+		} else {
+			v = r.st.Evaluate(id, rt, now, gen)
 		}
 		if n == len(r.views) {
 			r.views = append(r.views, IslandView{})
 		}
 		iv := &r.views[n]
 		n++
+		if v == nil || v.Mode == store.Empty {
+			*iv = IslandView{Island: id, Mode: store.Empty, R: rt, Poses: iv.Poses[:0]}
+			r.ready = false
+			continue
+		}
+		r.ready = r.ready && v.ValidAtR
 		*iv = IslandView{Island: id, Mode: v.Mode, R: v.R, SampleTime: v.SampleTime, ValidAtR: v.ValidAtR,
 			Segment: v.Segment, Left: v.Left, Right: v.Right, Alpha: v.Alpha, Extrapolated: v.Extrapolated,
 			Smoothing: v.Smoothing, Poses: iv.Poses[:0]}
@@ -322,6 +342,12 @@ func (r *Receiver) Render(now int64) []IslandView {
 	}
 	return r.views[:n]
 }
+
+// ViewReady reports whether the last Render showed every known island
+// valid at r — none missing, none held Stale or before its first frame. A
+// view that is not ready must not be used for anything that needs all of it
+// at r (say, hit queries against what the player saw).
+func (r *Receiver) ViewReady() bool { return r.ready }
 
 // NextDeadline returns the local time at which an incomplete frame expires,
 // if any: a caller that sleeps between datagrams should wake by then (Render

@@ -247,3 +247,34 @@ func TestSteadyStateAllocs(t *testing.T) {
 		t.Fatalf("%.1f allocs per frame", a)
 	}
 }
+
+// TestMissingAndCut: an island announced without frames comes out missing
+// and the view is not ready; a Cut control message ends the old segment at
+// its time, so past it the island is missing too rather than extrapolated.
+func TestMissingAndCut(t *testing.T) {
+	rx := newReady(t)
+	other := []island.MemberID{{Stable: 20}}
+	mustControl(t, rx, 0, codec.Announce{IDs: other}, codec.Lease{Island: 20, Epoch: 1, Owner: 1},
+		codec.Manifest{Island: 20, Topology: 1, Config: 1, Members: other})
+	now := feed(t, rx, 0, 1, 6)
+	views := rx.Render(now)
+	if len(views) != 2 || views[1].Island != 20 || views[1].Mode != store.Empty || len(views[1].Poses) != 0 {
+		t.Fatalf("views %+v", views)
+	}
+	if rx.ViewReady() {
+		t.Fatal("a view with a missing island is ready")
+	}
+	if views[0].Mode != store.Interpolate || !views[0].ValidAtR {
+		t.Fatalf("island 7: %v", views[0].Mode)
+	}
+	// The cut lands just ahead of r: island 7 goes missing once r passes it.
+	r := views[0].R
+	mustControl(t, rx, now, codec.Cut{Island: 7, Segment: 1, Time: r + 1})
+	for i := 0; i < 20; i++ {
+		now += 16_000
+		views = rx.Render(now)
+	}
+	if views[0].Mode != store.Empty {
+		t.Fatalf("past the cut island 7 is %v", views[0].Mode)
+	}
+}

@@ -121,6 +121,8 @@ func (a *Authority) drain(st *stage) {
 			a.ctl = append(a.ctl, codec.Lease(st.w.Island(e.Island).Lease()))
 		case physics.IslandGone:
 			a.ctl = append(a.ctl, codec.Forget{Island: e.Island})
+		case physics.SegmentCut:
+			a.ctl = append(a.ctl, codec.Cut{Island: e.Island, Segment: e.Segment, Time: e.Time})
 		}
 	}
 }

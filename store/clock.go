@@ -99,6 +99,9 @@ type Clock struct {
 	haveNow   bool
 	frozeAt   int64
 	scratch   []int64
+	target    int64 // Dtarget as last computed
+	targetAt  int64 // local time it was computed
+	haveTgt   bool
 
 	frozenTime, waitingTime int64
 	reanchors               uint64
@@ -177,6 +180,7 @@ func (c *Clock) newTimeline(epoch uint32) {
 	c.nInt, c.iInt, c.nOff, c.iOff = 0, 0, 0, 0
 	c.haveArr, c.anch, c.latest = false, false, 0
 	c.state = Waiting
+	c.haveTgt = false
 	c.gen++
 }
 
@@ -227,9 +231,13 @@ func (c *Clock) Advance(now int64) ClockState {
 	case Waiting:
 		c.waitingTime += dt
 	}
-	// D follows its target by at most 0.01 s per second.
+	// Dtarget (the p95 of the arrival intervals) is recomputed once per
+	// second, not every tick; D follows it by at most 0.01 s per second.
+	if !c.haveTgt || now-c.targetAt >= 1_000_000 {
+		c.target, c.targetAt, c.haveTgt = c.DelayTarget(), now, true
+	}
 	step := dt / 100
-	c.delay = clamp(c.DelayTarget(), c.delay-step, c.delay+step)
+	c.delay = clamp(c.target, c.delay-step, c.delay+step)
 	target := min(c.serverEstimate(now)-c.delay, c.latest-c.cfg.SendPeriod)
 
 	switch c.state {

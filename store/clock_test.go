@@ -222,3 +222,36 @@ func TestClockLostLeftSample(t *testing.T) {
 		t.Fatalf("%v r=%d reanchors=%d", c.State(), rOf(c), c.Stats().Reanchors)
 	}
 }
+
+// TestDelayTargetOncePerSecond: the p95 of the arrival intervals is
+// recomputed once per second, not at every tick: a burst of long intervals
+// moves the target only at the next whole second after the last
+// computation.
+func TestDelayTargetOncePerSecond(t *testing.T) {
+	c := NewClock(ClockConfig{SendPeriod: 50 * ms})
+	now := int64(0)
+	for k := int64(0); k < 64; k++ {
+		now += 50
+		feed(c, now, k*50)
+	}
+	c.Advance(now * ms) // computes Dtarget = 100 ms
+	if c.target != 100*ms {
+		t.Fatalf("target %d", c.target)
+	}
+	computed := now
+	for k := int64(64); k < 128; k++ {
+		now += 150
+		feed(c, now, k*50)
+	}
+	if c.DelayTarget() != 200*ms {
+		t.Fatal("the intervals did not change")
+	}
+	c.Advance((computed + 999) * ms)
+	if c.target != 100*ms {
+		t.Fatalf("recomputed within the second: %d", c.target)
+	}
+	c.Advance((computed + 1000) * ms)
+	if c.target != 200*ms {
+		t.Fatalf("not recomputed after a second: %d", c.target)
+	}
+}

@@ -11,7 +11,7 @@
 //     replaces the history wholesale.
 //   - Clock: one playout clock per observer: states Waiting,
 //     Playing, Frozen; adaptive delay D from the 95th percentile G of the last
-//     64 advancing arrival intervals, Dtarget = clamp(G + T, 2T, max(2T,
+//     64 advancing arrival intervals (recomputed once per second), Dtarget = clamp(G + T, 2T, max(2T,
 //     250 ms)), D moving at most 10 ms per second; target = min(serverEstimate
 //     − D, latest − T); rate = clamp(1 + 2·(target − r), 0.95, 1.05); r never
 //     moves backwards and stops at latest + E (Frozen); resume at the same r
@@ -27,11 +27,19 @@
 //     (SegmentCut), never an interpolation across the cut. Angles take the
 //     shortest arc. The View reports poses, handles, sample time, mode,
 //     segment and whether the poses are valid at r.
-//   - Recovery smoothing: leaving Extrapolate or Stale for Interpolate, each
+//   - Playout rules: a frame whose time is not after the r an island was
+//     last shown at is refused (CommitLate) — a late frame may fill a gap
+//     ahead of r, never rewrite what was shown; Cut ends a segment at its
+//     authority time (never extrapolated past it; Empty, i.e. missing, until
+//     the new segment's frame); an island Stale for StaleCleanup loses its
+//     history; Hold shows the last poses unchanged while the clock is
+//     Frozen, so r and the poses freeze together.
+//   - Recovery smoothing: leaving Extrapolate, Stale or a Hold for Interpolate, each
 //     member's offset between the pose last shown and the new pose decays
 //     linearly over SmoothDuration, starting and ending at the same moment for
-//     the whole island. Initial/Releasing frames, segment cuts and offsets
-//     above SnapDistance apply at once, for every member.
+//     the whole island. Initial/Releasing frames, segment cuts, a new
+//     continuity segment (whatever the distance) and offsets above
+//     SnapDistance apply at once, for every member.
 //
 // # Time
 //

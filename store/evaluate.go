@@ -12,7 +12,8 @@ import (
 type Mode uint8
 
 const (
-	// Empty: no frame is held; nothing to show.
+	// Empty: no frame is held, or the held ones are of a segment that a cut
+	// has ended: the island is missing at r — hide it or show a placeholder.
 	Empty Mode = iota
 	// HoldOldest: r is before the oldest frame; its poses are held (not valid at r).
 	HoldOldest
@@ -84,6 +85,15 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 	default:
 		left, right = h.frames[j-1], h.frames[j]
 	}
+	// A cut ends the older segment at its authority time: past it, without
+	// a frame of the new segment, there is nothing valid to show.
+	if h.haveCut && r >= h.cutAt && h.frames[len(h.frames)-1].Segment() != h.cutSeg &&
+		island.SeqNewer(h.cutSeg, h.frames[len(h.frames)-1].Segment()) {
+		v.Mode = Empty
+		h.mode = Empty
+		h.smoothing = false
+		return v
+	}
 	n := h.frames[0].Len() // every frame of a history shares one manifest
 	v.Poses = resizeStates(v.Poses, n)
 	src := left
@@ -95,10 +105,11 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 	case right == nil: // past the newest frame
 		dt := int64(r - left.Time())
 		v.Extrapolated = dt
-		if dt <= s.cfg.ExtrapolationCap {
+		limit := s.cfg.ExtrapolationCap
+		if dt <= limit {
 			v.Mode, v.ValidAtR, v.SampleTime = Extrapolate, true, r
 		} else {
-			dt = s.cfg.ExtrapolationCap
+			dt = limit
 			v.Mode, v.SampleTime = Stale, left.Time()+island.Time(dt)
 		}
 		sec := float64(dt) / 1e6
@@ -136,6 +147,49 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 	s.recover(h, v, left, right, now)
 	h.shown = append(h.shown[:0], v.Poses...)
 	h.mode = v.Mode
+	h.shownSeg = v.Segment
+	h.held = false
+	if !h.haveR || r > h.lastR {
+		h.lastR, h.haveR = r, true
+	}
+	switch {
+	case v.Mode != Stale:
+		h.stale = false
+	case !h.stale:
+		h.stale, h.staleSince = true, now
+	case now-h.staleSince >= s.cfg.StaleCleanup:
+		s.stats.StaleCleanups++
+		h.invalidate()
+		h.stale = false
+	}
+	h.last = *v
+	h.last.Handles, h.last.Poses = nil, nil
+	return v
+}
+
+// Hold returns the island's last view again, poses unchanged, without
+// looking at its frames: what an engine shows while the playout clock is
+// Frozen, so that r and the shown poses freeze together whatever arrives.
+// The next Evaluate after a hold goes through the island's shared recovery
+// correction, never a jump. An island with nothing shown yet is evaluated
+// at r as usual. It returns nil if the island has no history.
+func (s *Store) Hold(islandID uint32, r island.Time, now int64, gen uint32) *View {
+	h := s.islands[islandID]
+	cut := h != nil && h.haveCut && r >= h.cutAt && h.cutSeg != h.shownSeg && island.SeqNewer(h.cutSeg, h.shownSeg)
+	if h == nil || !h.evaluated || len(h.frames) == 0 || len(h.shown) == 0 || h.last.Mode == Empty || cut {
+		return s.Evaluate(islandID, r, now, gen) // a cut ends the held segment too
+	}
+	v := &s.view
+	handles, poses := v.Handles[:0], append(v.Poses[:0], h.shown...)
+	*v = h.last
+	v.Poses = poses
+	src := h.frames[len(h.frames)-1]
+	for i := 0; i < src.Len(); i++ {
+		handles = append(handles, src.Handle(i))
+	}
+	v.Handles = handles
+	s.account(h, v, now)
+	h.held = true
 	return v
 }
 
@@ -159,7 +213,7 @@ func (s *Store) account(h *history, v *View, now int64) {
 // Boundary frames, segment cuts and large jumps apply at once for every
 // member: the island is never part snapped, part smoothed.
 func (s *Store) recover(h *history, v *View, left, right *validator.Validated, now int64) {
-	leaving := h.evaluated && (h.mode == Extrapolate || h.mode == Stale) && v.Mode == Interpolate
+	leaving := h.evaluated && (h.mode == Extrapolate || h.mode == Stale || h.held) && v.Mode == Interpolate
 	h.evaluated = true
 	if v.Mode == SegmentCut || v.Mode == HoldOldest || v.Mode == Empty {
 		h.smoothing = false
@@ -181,7 +235,9 @@ func (s *Store) recover(h *history, v *View, left, right *validator.Validated, n
 		}
 		s.stats.CorrectionLast = worst
 		s.stats.CorrectionMax = max(s.stats.CorrectionMax, worst)
-		if boundary || worst > s.cfg.SnapDistance {
+		// A new continuity segment is never blended across, however short
+		// the distance: a teleport of 0.5 m is as discontinuous as one of 50.
+		if boundary || worst > s.cfg.SnapDistance || v.Segment != h.shownSeg {
 			s.stats.Snaps++
 			h.smoothing = false
 		} else {

@@ -26,8 +26,13 @@ type Config struct {
 	// Zero means 100 ms.
 	SmoothDuration int64
 	// SnapDistance: a recovery whose largest member offset exceeds this many
-	// metres is a discontinuity and applies at once. Zero means 1 m.
+	// metres is a discontinuity and applies at once. Zero means 1 m. (A new
+	// continuity segment always applies at once, whatever the distance.)
 	SnapDistance float64
+	// StaleCleanup is how long, in µs of local time, an island may stay
+	// Stale before its history is dropped; it then reports Empty (missing)
+	// until a new frame arrives. Zero means 1 s.
+	StaleCleanup int64
 }
 
 func (c Config) withDefaults() Config {
@@ -45,6 +50,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SnapDistance <= 0 {
 		c.SnapDistance = 1
+	}
+	if c.StaleCleanup <= 0 {
+		c.StaleCleanup = 1_000_000
 	}
 	return c
 }
@@ -64,13 +72,17 @@ const (
 	CommitTooOld
 	// CommitNoRoom: the island cap is reached.
 	CommitNoRoom
+	// CommitLate: the frame's time is not after the playback time the
+	// island was last shown at: accepting it would rewrite history the
+	// playout has already passed. (A late frame ahead of r fills its gap.)
+	CommitLate
 
 	// NumCommitResults is the number of CommitResult values.
 	NumCommitResults
 )
 
 func (r CommitResult) String() string {
-	return [...]string{"committed", "version-changed", "duplicate", "too-old", "no-room", "unknown"}[min(r, NumCommitResults)]
+	return [...]string{"committed", "version-changed", "duplicate", "too-old", "no-room", "late", "unknown"}[min(r, NumCommitResults)]
 }
 
 // history is one island's validated frames, ascending by time, all under
@@ -89,6 +101,18 @@ type history struct {
 	evaluated  bool
 	leaseAt    int64 // local time of the last lease change, for hand-off latency
 	leaseSeen  bool
+	shownSeg   uint32      // continuity segment of the poses last shown
+	lastR      island.Time // playback time the island was last shown at
+	haveR      bool
+	held       bool // the last poses were held through a clock freeze
+	stale      bool // Stale since staleSince (local µs)
+	staleSince int64
+	last       View // the last view handed out, for Hold
+	// A known cut: segment cutSeg starts at authority time cutAt, so the
+	// older segment is never extrapolated past it.
+	cutSeg  uint32
+	cutAt   island.Time
+	haveCut bool
 }
 
 // Store holds, per island, a bounded history of validated frames and turns
@@ -151,6 +175,9 @@ func (s *Store) commit(now int64, vf *validator.Validated) CommitResult {
 		s.stats.Invalidations++
 	}
 	t := vf.Time()
+	if h.haveR && t <= h.lastR {
+		return CommitLate
+	}
 	i := len(h.frames)
 	for i > 0 && h.frames[i-1].Time() > t {
 		i--
@@ -194,6 +221,28 @@ func (h *history) invalidate() {
 	h.mode = Empty
 	h.smoothing = false
 	h.evaluated = false
+	h.haveR = false
+	h.held = false
+}
+
+// Cut records that the island's continuity segment segment starts at
+// authority time at (a teleport, a respawn): the older segment is never
+// extrapolated past at, and from at until a frame of the new segment is held
+// the island reports Empty (missing) instead of a pose it no longer has.
+// A cut for an island without a history is remembered for its first one.
+func (s *Store) Cut(islandID uint32, segment uint32, at island.Time) {
+	h := s.islands[islandID]
+	if h == nil {
+		if len(s.islands) >= s.cfg.MaxIslands {
+			return
+		}
+		h = &history{}
+		s.islands[islandID] = h
+	}
+	if h.haveCut && segment != h.cutSeg && island.SeqNewer(h.cutSeg, segment) {
+		return // an older cut than the one known
+	}
+	h.cutSeg, h.cutAt, h.haveCut = segment, at, true
 }
 
 // Forget removes an island and its history.
@@ -214,6 +263,7 @@ func (s *Store) Frames(islandID uint32) int {
 type Stats struct {
 	Commits            [NumCommitResults]uint64 // per CommitResult
 	Invalidations      uint64                   // histories dropped wholesale on a version change
+	StaleCleanups      uint64                   // histories dropped after staying Stale past StaleCleanup
 	Recoveries         uint64                   // smoothed recoveries from extrapolation or freeze
 	Snaps              uint64                   // recoveries applied at once (flags, cut, distance)
 	CorrectionLast     float64                  // largest member offset of the last recovery, metres
