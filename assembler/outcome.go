@@ -54,7 +54,7 @@ const (
 	// the same stream completed.
 	Superseded
 	// EvictedIslandCap: an incomplete frame was dropped to admit a newer
-	// candidate of the same sender and island.
+	// candidate of the same island (see MaxCandidatesPerIsland).
 	EvictedIslandCap
 	// EvictedPendingCap: an incomplete frame was dropped because the global
 	// pending-frame cap was reached.

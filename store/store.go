@@ -73,8 +73,9 @@ const (
 	// CommitNoRoom: the island cap is reached.
 	CommitNoRoom
 	// CommitLate: the frame's time is not after the playback time the
-	// island was last shown at: accepting it would rewrite history the
-	// playout has already passed. (A late frame ahead of r fills its gap.)
+	// island was last shown at and lies inside the held history: accepting
+	// it would rewrite what the playout already showed. (A late frame ahead
+	// of r fills its gap; one newer than every held frame is taken.)
 	CommitLate
 
 	// NumCommitResults is the number of CommitResult values.
@@ -175,7 +176,10 @@ func (s *Store) commit(now int64, vf *validator.Validated) CommitResult {
 		s.stats.Invalidations++
 	}
 	t := vf.Time()
-	if h.haveR && t <= h.lastR {
+	// A frame behind the shown r that lands inside the history would
+	// rewrite what was already shown; one newer than every held frame only
+	// replaces an extrapolation with data (through the shared correction).
+	if h.haveR && t <= h.lastR && len(h.frames) > 0 && t < h.frames[len(h.frames)-1].Time() {
 		return CommitLate
 	}
 	i := len(h.frames)

@@ -72,6 +72,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		adversary = fs.Bool("adversary", true, "inject old-epoch, spoofed, stale-topology and conflicting packets (in-memory transport)")
 		jsonOut   = fs.Bool("json", false, "print the report as JSON")
 		plotFile  = fs.String("plot", "", "write joint error over time to this .png or .svg file")
+		matrix    = fs.Bool("matrix", false, "run the impairment matrix (loss × duplication × jitter × 2 seeds, every scenario) and print one table; with -json, one object per cell")
 		trans     = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -114,6 +115,28 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic",
 		Net: netsim.Config{Loss: *loss, BurstIn: *burst, Duplicate: *dup, Delay: int64(*delay * 1000),
 			Jitter: int64(*jitter * 1000), Corrupt: *corrupt},
+	}
+	if *matrix {
+		if opt.QUIC {
+			return usageError{errors.New("-matrix runs on the simulated link: drop -transport quic")}
+		}
+		m, err := runMatrix(selected, opt)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(m)
+		}
+		printMatrix(stdout, m)
+		if *plotFile != "" {
+			if err := drawMatrix(*plotFile, m); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "plot written to %s\n", *plotFile)
+		}
+		return nil
 	}
 	if opt.QUIC {
 		opt.Adversary = false // QUIC authenticates every packet: forged ones never reach the receiver

@@ -152,3 +152,43 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("-h: exit %d", code)
 	}
 }
+
+// TestMatrix runs the whole grid briefly on one scenario: every cell is
+// there with its impairments, the JSON carries the demo's per-scenario
+// fields, and the table names the worst cells.
+func TestMatrix(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-matrix", "-json", "-scenario", "teleport", "-duration", "0.5"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	var m matrixReport
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := len(matrixLoss) * len(matrixDup) * len(matrixJitter) * len(matrixSeeds)
+	if len(m.Cells) != want {
+		t.Fatalf("%d cells, want %d", len(m.Cells), want)
+	}
+	last := m.Cells[len(m.Cells)-1]
+	if last.Impairments.Loss != 0.25 || last.Impairments.JitterMs != 200 || last.Seed != 2 || len(last.Scenarios) != 1 {
+		t.Fatalf("last cell %+v", last.Impairments)
+	}
+	for _, field := range []string{`"half_frames_applied"`, `"server_floor"`, `"frames_committed"`, `"jitter_ms"`} {
+		if !strings.Contains(out.String(), field) {
+			t.Errorf("JSON lacks %s", field)
+		}
+	}
+	out.Reset()
+	dir := t.TempDir()
+	if code := run([]string{"-matrix", "-scenario", "teleport", "-duration", "0.5", "-plot", dir + "/m.png"}, &out, &errs); code != 0 {
+		t.Fatalf("table: exit %d", code)
+	}
+	for _, s := range []string{"half-frames, worst cell: 0", "commit ratio of the biggest frames", "plot written"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("table lacks %q", s)
+		}
+	}
+	if code := run([]string{"-matrix", "-transport", "quic"}, &out, &errs); code != 2 {
+		t.Errorf("-matrix with quic: exit %d", code)
+	}
+}

@@ -39,7 +39,10 @@ func drawPlot(path string, rep *report, sers []series) error {
 	for i, s := range sers {
 		p := plot.New()
 		sc := rep.Scenarios[i]
-		p.Title.Text = fmt.Sprintf("%s — half-frames: pipeline %d, naive %d", sc.Name, sc.Pipeline.HalfFramesApplied, sc.Naive.HalfFramesApplied)
+		p.Title.Text = fmt.Sprintf("%s — half-frames: pipeline %d", sc.Name, sc.Pipeline.HalfFramesApplied)
+		if sc.Naive != nil {
+			p.Title.Text += fmt.Sprintf(", naive %d", sc.Naive.HalfFramesApplied)
+		}
 		p.X.Label.Text = "time (s)"
 		p.Y.Label.Text = "max joint error"
 		p.Y.Scale = plot.LogScale{}
@@ -62,8 +65,10 @@ func drawPlot(path string, rep *report, sers []series) error {
 			p.Legend.Add(name, l)
 			return nil
 		}
-		if err := add("naive", s.Naive, naiveColor, vg.Points(1)); err != nil {
-			return err
+		if sc.Naive != nil {
+			if err := add("naive", s.Naive, naiveColor, vg.Points(1)); err != nil {
+				return err
+			}
 		}
 		if err := add("pipeline", s.Pipeline, pipeColor, vg.Points(1.2)); err != nil {
 			return err
@@ -101,7 +106,11 @@ func drawPlot(path string, rep *report, sers []series) error {
 		p.Add(plotter.NewGrid())
 		plots[i] = []*plot.Plot{p}
 	}
-	width, height := 11*vg.Inch, vg.Length(rows)*3.2*vg.Inch
+	return save(path, plots, 11*vg.Inch, vg.Length(rows)*3.2*vg.Inch)
+}
+
+// save draws the plots in one column and writes them to path (.png or .svg).
+func save(path string, plots [][]*plot.Plot, width, height vg.Length) error {
 	var cv vg.CanvasWriterTo
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg":
@@ -111,7 +120,7 @@ func drawPlot(path string, rep *report, sers []series) error {
 	default:
 		return fmt.Errorf("plot file must end in .png or .svg: %s", path)
 	}
-	drawAligned(plots, rows, draw.New(cv))
+	drawAligned(plots, len(plots), draw.New(cv))
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -132,4 +141,57 @@ func drawAligned(plots [][]*plot.Plot, rows int, dc draw.Canvas) {
 			plots[r][c].Draw(canvases[r][c])
 		}
 	}
+}
+
+// drawMatrix draws two panels against independent loss: the worst displayed
+// joint error p99 over the server floor's, and the mean commit ratio of the
+// frames that need the most fragments, one line per scenario.
+func drawMatrix(path string, m *matrixReport) error {
+	errP := plot.New()
+	errP.Title.Text = "displayed joint error p99 ÷ server floor p99 (worst cell at each loss)"
+	errP.X.Label.Text = "independent loss (%)"
+	errP.Y.Label.Text = "× floor"
+	comP := plot.New()
+	comP.Title.Text = "frames committed ÷ frames sent (mean over cells at each loss)"
+	comP.X.Label.Text = "independent loss (%)"
+	comP.Y.Label.Text = "commit ratio"
+	comP.Y.Min, comP.Y.Max = 0, 1
+	palette := []color.Color{pipeColor, naiveColor, floorColor, freezeCol, cutColor,
+		color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}}
+	for k := range m.Cells[0].Scenarios {
+		name := m.Cells[0].Scenarios[k].Name
+		worst := make(plotter.XYs, len(matrixLoss))
+		mean := make(plotter.XYs, len(matrixLoss))
+		for i, l := range matrixLoss {
+			worst[i].X, mean[i].X = l*100, l*100
+			n := 0.0
+			for _, c := range m.Cells {
+				if c.Impairments.Loss != l {
+					continue
+				}
+				s := &c.Scenarios[k]
+				worst[i].Y = max(worst[i].Y, ratio(s.Pipeline.P99JointError, s.ServerFloor.P99JointError))
+				mean[i].Y += commitRatio(s)
+				n++
+			}
+			mean[i].Y /= max(n, 1)
+		}
+		for _, panel := range []struct {
+			p   *plot.Plot
+			pts plotter.XYs
+		}{{errP, worst}, {comP, mean}} {
+			l, err := plotter.NewLine(panel.pts)
+			if err != nil {
+				return err
+			}
+			l.Color, l.Width = palette[k%len(palette)], vg.Points(1.2)
+			panel.p.Add(l)
+			panel.p.Legend.Add(name, l)
+		}
+	}
+	for _, p := range []*plot.Plot{errP, comP} {
+		p.Legend.Top, p.Legend.Left = true, false
+		p.Add(plotter.NewGrid())
+	}
+	return save(path, [][]*plot.Plot{{errP}, {comP}}, 10*vg.Inch, 7*vg.Inch)
 }
