@@ -32,6 +32,18 @@ type Entry struct {
 type Table struct {
 	ID      uint32 // the packet id that restored it
 	Entries []Entry
+	// Frame describes the island frame the table holds, when it is one (wire
+	// v2): a delta against the table inherits these. Digest ignores them.
+	Frame FrameInfo
+}
+
+// FrameInfo is what an island frame's table carries besides its members.
+type FrameInfo struct {
+	Sender  island.SenderID
+	Key     island.Key
+	Time    island.Time
+	Segment uint32
+	Class   quant.Class
 }
 
 // Get returns a body's record.

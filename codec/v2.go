@@ -1,0 +1,527 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/islandsync/islandsync/baseline"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
+)
+
+// Wire format version 2: quantized island frames, keyframes or deltas
+// against a baseline the observer acknowledged. See docs/wire-format.md.
+const (
+	// VersionV2 is the version byte of a v2 datagram.
+	VersionV2 = 2
+	// V2HeaderSize is magic (4), version (1), broadcast sequence (4) and
+	// authority time (8).
+	V2HeaderSize = 17
+)
+
+// RecordKind is the kind of a v2 island record.
+type RecordKind uint8
+
+const (
+	// KindKey: a whole frame, every member's quantized state.
+	KindKey RecordKind = 0
+	// KindDelta: a frame coded against a baseline frame of the same stream:
+	// a bitmap of changed members and, per changed member, the residuals of
+	// its changed fields against the baseline's motion.
+	KindDelta RecordKind = 1
+	// KindRun: consecutive islands whose every member moved exactly as the
+	// baseline's motion predicts (a body at rest stays put): no member data.
+	KindRun RecordKind = 2
+	// KindGapDelta: a delta whose window and lag also cover every island
+	// between the previous record's last island and this one, each of them
+	// predicted as in a run: a run and the delta after it, in one record.
+	KindGapDelta RecordKind = 3
+)
+
+// Head byte bits of a v2 record.
+const (
+	headKind     = 0x03
+	headClass    = 0x0c
+	headInitial  = 0x10
+	headRelease  = 0x20
+	headFragment = 0x40
+	// headSameRef: a delta or run with the window and lag of the previous
+	// delta or run record in the datagram; both fields are left out.
+	headSameRef = 0x80
+)
+
+// V2Frame is one island frame in quantized form, as a v2 encoder takes it.
+type V2Frame struct {
+	Sender  island.SenderID
+	Key     island.Key // Seq must equal the datagram's broadcast sequence
+	Segment uint32
+	Flags   island.Flags
+	Class   quant.Class
+	// Members: the frame's quantized members in manifest order (ascending
+	// identity); Record.Time and Record.Segment are ignored (the datagram's
+	// time and Segment apply).
+	Members []baseline.Entry
+}
+
+// V2Ref is what a delta or run record refers to: the observer's baseline
+// frame of the same island stream (Base.ID is its sequence, Base.Frame its
+// sender, key, time, segment and class, which the delta inherits), in
+// window generation Window.
+type V2Ref struct {
+	Window uint32
+	Base   *baseline.Table
+}
+
+// predict returns the state a body in state b at baseline time moves to
+// after dt µs under precision p: positions and angle advance by the
+// velocities (rounded to the nearest quantum, ties away from zero, in exact
+// integer arithmetic), velocities stay.
+func predict(b quant.State, dt int64, p quant.Precision) quant.State {
+	b.X += advance(b.VX, dt, int(p.Pos)-int(p.Vel))
+	b.Y += advance(b.VY, dt, int(p.Pos)-int(p.Vel))
+	b.Angle += advance(b.AngVel, dt, int(p.Angle)-int(p.AngVel))
+	return b
+}
+
+// advance returns round(v · dt · 2^shift / 10^6) for a velocity v in its
+// quanta per second and dt in µs. Out-of-range products (far beyond any
+// real motion) saturate instead of overflowing; both ends compute the same.
+func advance(v, dt int64, shift int) int64 {
+	if v == 0 || dt == 0 {
+		return 0
+	}
+	neg := (v < 0) != (dt < 0)
+	hi, lo := bits.Mul64(abs64(v), abs64(dt))
+	if hi != 0 || lo > 1<<62 {
+		return saturate(neg)
+	}
+	n := lo
+	if shift >= 0 {
+		if shift > 20 || n > (1<<62)>>uint(shift) {
+			return saturate(neg)
+		}
+		n <<= uint(shift)
+		n = (n + 500_000) / 1_000_000
+	} else {
+		d := uint64(1_000_000) << uint(-shift)
+		n = (n + d/2) / d
+	}
+	if neg {
+		return -int64(n)
+	}
+	return int64(n)
+}
+
+func abs64(v int64) uint64 {
+	if v < 0 {
+		return uint64(-v)
+	}
+	return uint64(v)
+}
+
+func saturate(neg bool) int64 {
+	if neg {
+		return -(1 << 53)
+	}
+	return 1 << 53
+}
+
+// fields lists a quantized state's six fields in wire order.
+func fields(s *quant.State) [6]*int64 {
+	return [6]*int64{&s.X, &s.Y, &s.Angle, &s.VX, &s.VY, &s.AngVel}
+}
+
+func appendU(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+func appendS(b []byte, v int64) []byte  { return binary.AppendVarint(b, v) }
+
+// uvarintLen is the canonical length of v as a uvarint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// V2Encoder builds v2 datagrams for one observer: one broadcast's frames,
+// each as a keyframe, a delta against the observer's acknowledged baseline,
+// or part of a run of unchanged islands; several islands share a datagram,
+// and a frame too large for one is cut at member boundaries into fragments.
+// Output lives in buffers the encoder owns and reuses. Not safe for
+// concurrent use.
+type V2Encoder struct {
+	cfg     Config
+	seq     uint32
+	time    island.Time
+	buf     []byte
+	ends    []int
+	views   [][]byte
+	cur     int
+	lastIsl uint32
+	// ref is the window and lag of the last delta or run record in the open
+	// datagram, which the next one may share (headSameRef).
+	ref struct {
+		ok          bool
+		window, lag uint32
+	}
+	scratch []byte
+	rec     []byte
+	members []int // end offsets of each member's encoding in scratch
+	raw     []byte
+	run     struct {
+		open          bool
+		first, count  uint32
+		window, lag   uint32
+		class         quant.Class
+		last          uint32
+		startDatagram int
+	}
+}
+
+// NewV2Encoder returns an encoder with cfg's caps.
+func NewV2Encoder(cfg Config) (*V2Encoder, error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &V2Encoder{cfg: c, cur: -1}, nil
+}
+
+// Begin discards previous output and starts the datagrams of one broadcast:
+// every frame added until the next Begin has sequence seq and authority
+// time t.
+func (e *V2Encoder) Begin(seq uint32, t island.Time) {
+	e.seq, e.time = seq, t
+	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
+	e.run.open = false
+}
+
+func (e *V2Encoder) open() {
+	if e.cur >= 0 {
+		return
+	}
+	e.cur = len(e.buf)
+	e.buf = append(e.buf, Magic...)
+	e.buf = append(e.buf, VersionV2)
+	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.seq)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(e.time))
+	e.lastIsl = 0
+	e.ref.ok = false
+}
+
+func (e *V2Encoder) close() {
+	if e.cur >= 0 {
+		e.ends = append(e.ends, len(e.buf))
+		e.cur = -1
+	}
+}
+
+func (e *V2Encoder) room() int {
+	if e.cur < 0 {
+		return e.cfg.MaxDatagram - V2HeaderSize
+	}
+	return e.cfg.MaxDatagram - (len(e.buf) - e.cur)
+}
+
+// place appends one record whose bytes after the island field are body, for
+// island isl, opening a datagram when the current one lacks room. A delta
+// or run record's body starts with its window and lag (refLen bytes of it);
+// they are left out when the previous such record in the datagram has the
+// same ones.
+func (e *V2Encoder) place(head byte, isl uint32, body []byte, window, lag uint32, refLen int) {
+	size := 1 + uvarintLen(uint64(isl-e.lastIsl)) + len(body)
+	if e.cur >= 0 && (isl <= e.lastIsl || size > e.room()) {
+		e.close()
+	}
+	e.open()
+	if refLen > 0 {
+		if e.ref.ok && e.ref.window == window && e.ref.lag == lag {
+			head |= headSameRef
+			body = body[refLen:]
+		}
+		e.ref.ok, e.ref.window, e.ref.lag = true, window, lag
+	}
+	e.buf = append(e.buf, head)
+	e.buf = appendU(e.buf, uint64(isl-e.lastIsl))
+	e.buf = append(e.buf, body...)
+	e.lastIsl = isl
+}
+
+// Datagrams closes the open datagram and returns every datagram of this
+// broadcast. The slices alias the encoder's buffer until the next Begin.
+func (e *V2Encoder) Datagrams() [][]byte {
+	e.flushRun()
+	e.close()
+	e.views = e.views[:0]
+	start := 0
+	for _, end := range e.ends {
+		e.views = append(e.views, e.buf[start:end:end])
+		start = end
+	}
+	return e.views
+}
+
+func head(kind RecordKind, class quant.Class, flags island.Flags) byte {
+	h := byte(kind) | byte(class)<<2
+	if flags&island.FlagInitial != 0 {
+		h |= headInitial
+	}
+	if flags&island.FlagReleasing != 0 {
+		h |= headRelease
+	}
+	return h
+}
+
+// AddKey adds f as a keyframe.
+func (e *V2Encoder) AddKey(f *V2Frame, window uint32) error {
+	if err := e.check(f); err != nil {
+		return err
+	}
+	e.flushRun()
+	// Frame-level fields, then each member: identity, six values.
+	e.scratch = e.scratch[:0]
+	e.members = e.members[:0]
+	for i := range f.Members {
+		m := &f.Members[i]
+		e.scratch = appendU(e.scratch, m.ID.Stable)
+		e.scratch = appendU(e.scratch, uint64(m.ID.Generation))
+		for _, v := range fields(&m.Q) {
+			e.scratch = appendS(e.scratch, *v)
+		}
+		e.members = append(e.members, len(e.scratch))
+	}
+	pre := e.rec[:0]
+	pre = appendU(pre, uint64(f.Sender))
+	pre = appendU(pre, uint64(f.Key.Epoch))
+	pre = appendU(pre, uint64(f.Key.Topology))
+	pre = appendU(pre, uint64(f.Key.Config))
+	pre = appendU(pre, uint64(f.Segment))
+	pre = appendU(pre, uint64(window))
+	e.rec = pre
+	return e.emit(head(KindKey, f.Class, f.Flags), f, len(pre), 0, 0, 0)
+}
+
+// AddDelta adds f coded against ref (same stream, same members, same segment
+// and class; the caller checks, and sends a keyframe otherwise).
+func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
+	if err := e.check(f); err != nil {
+		return err
+	}
+	lag := f.Key.Seq - ref.Base.ID
+	bf := &ref.Base.Frame
+	if lag == 0 || len(ref.Base.Entries) != len(f.Members) || bf.Class != f.Class || bf.Segment != f.Segment ||
+		bf.Sender != f.Sender || bf.Key.Stream() != f.Key.Stream() {
+		return fail(ErrMalformed, -1, "delta baseline")
+	}
+	p := f.Class.Precision()
+	dt := int64(e.time - bf.Time)
+	unchanged := true
+	e.scratch = e.scratch[:0]
+	e.members = e.members[:0]
+	for i := range f.Members {
+		m := &f.Members[i]
+		b := &ref.Base.Entries[i]
+		if b.ID != m.ID {
+			return fail(ErrMalformed, -1, "delta members")
+		}
+		pr := predict(b.Q, dt, p)
+		d := m.Q.Sub(pr)
+		var mask byte
+		for k, v := range fields(&d) {
+			if *v != 0 {
+				mask |= 1 << k
+			}
+		}
+		if mask != 0 {
+			unchanged = false
+			e.scratch = append(e.scratch, mask)
+			for k, v := range fields(&d) {
+				if mask&(1<<k) != 0 {
+					e.scratch = appendS(e.scratch, *v)
+				}
+			}
+		}
+		e.members = append(e.members, len(e.scratch))
+	}
+	if unchanged && f.Flags == 0 {
+		e.addRun(f.Key.Island, ref.Window, lag, f.Class)
+		return nil
+	}
+	kind := KindDelta
+	if r := &e.run; r.open && r.window == ref.Window && r.lag == lag && r.class == f.Class &&
+		r.last+1 == f.Key.Island && e.cur >= 0 && r.first == e.lastIsl+1 {
+		kind, r.open = KindGapDelta, false // the run rides on this record
+	} else {
+		e.flushRun()
+	}
+	pre := e.rec[:0]
+	pre = appendU(pre, uint64(ref.Window))
+	pre = appendU(pre, uint64(lag))
+	e.rec = pre
+	return e.emit(head(kind, f.Class, f.Flags), f, len(pre), ref.Window, lag, len(pre))
+}
+
+func (e *V2Encoder) check(f *V2Frame) error {
+	n := len(f.Members)
+	switch {
+	case n == 0:
+		return fail(ErrEmptyFrame, -1, "members")
+	case n > e.cfg.MaxMembers:
+		return fail(ErrLimit, -1, "total members")
+	case f.Flags&^island.KnownFlags != 0:
+		return fail(ErrMalformed, -1, "flags")
+	case f.Class > quant.Loose:
+		return fail(ErrMalformed, -1, "class")
+	case f.Key.Seq != e.seq:
+		return fail(ErrMalformed, -1, "sequence")
+	}
+	return nil
+}
+
+// addRun extends the open run with island isl, or starts a new one.
+func (e *V2Encoder) addRun(isl, window, lag uint32, class quant.Class) {
+	r := &e.run
+	if r.open && r.window == window && r.lag == lag && r.class == class && isl == r.last+1 {
+		r.count++
+		r.last = isl
+		return
+	}
+	e.flushRun()
+	*r = struct {
+		open          bool
+		first, count  uint32
+		window, lag   uint32
+		class         quant.Class
+		last          uint32
+		startDatagram int
+	}{open: true, first: isl, count: 1, window: window, lag: lag, class: class, last: isl}
+}
+
+func (e *V2Encoder) flushRun() {
+	r := &e.run
+	if !r.open {
+		return
+	}
+	r.open = false
+	body := e.rec[:0]
+	body = appendU(body, uint64(r.window))
+	body = appendU(body, uint64(r.lag))
+	body = appendU(body, uint64(r.count))
+	e.rec = body
+	e.place(head(KindRun, r.class, 0), r.first, body, r.window, r.lag, uvarintLen(uint64(r.window))+uvarintLen(uint64(r.lag)))
+	e.lastIsl = r.last // the next record's island counts from the run's last
+}
+
+// emit writes the frame whose frame-level fields are e.rec[:pre] and whose
+// member encodings are in e.scratch (ends in e.members): whole, with a
+// 32-bit digest, when it fits a datagram; else cut into fragments at member
+// boundaries, each with the whole frame's 64-bit digest.
+func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen int) error {
+	d := e.digest(f)
+	n := len(f.Members)
+	e.rec = appendU(e.rec, uint64(n))
+	pre = len(e.rec)
+	whole := pre + 4 + bitmapLen(h, n) + len(e.scratch)
+	max := e.cfg.MaxDatagram - V2HeaderSize - 1 - uvarintLen(uint64(f.Key.Island))
+	if RecordKind(h&headKind) == KindGapDelta && (whole > max || 1+uvarintLen(uint64(f.Key.Island-e.lastIsl))+whole > e.room()) {
+		// The delta goes elsewhere: the run it carried becomes a record.
+		e.run.open = true
+		saved := append([]byte(nil), e.rec...)
+		e.flushRun()
+		e.rec = append(e.rec[:0], saved...)
+		h = h&^headKind | byte(KindDelta)
+	}
+	if whole <= max {
+		body := e.rec
+		body = binary.LittleEndian.AppendUint32(body, uint32(d))
+		body = e.appendMembers(body, h, 0, n)
+		e.rec = body
+		e.place(h, f.Key.Island, body, window, lag, refLen)
+		return nil
+	}
+	// Fragments: greedy member ranges, sized for an empty datagram.
+	type span struct{ first, n int }
+	var spans [MaxMaxFragments]span
+	count := 0
+	for first := 0; first < n; {
+		k := 0
+		for first+k < n {
+			size := pre + 4*uvarintLen(uint64(n)) + 8 + bitmapLen(h, k+1) + e.memberBytes(first, first+k+1)
+			if size > max {
+				break
+			}
+			k++
+		}
+		if k == 0 {
+			return fail(ErrLimit, -1, "member too large for a datagram")
+		}
+		if count == e.cfg.MaxFragments {
+			return fail(ErrLimit, -1, "fragment count")
+		}
+		spans[count] = span{first, k}
+		count++
+		first += k
+	}
+	for i := 0; i < count; i++ {
+		body := e.rec[:pre]
+		body = appendU(body, uint64(count))
+		body = appendU(body, uint64(i))
+		body = appendU(body, uint64(spans[i].first))
+		body = appendU(body, uint64(spans[i].n))
+		body = binary.LittleEndian.AppendUint64(body, d)
+		body = e.appendMembers(body, h, spans[i].first, spans[i].n)
+		e.rec = body
+		e.place(h|headFragment, f.Key.Island, body, window, lag, refLen)
+		e.close() // fragments of a big frame each fill their own datagram
+	}
+	return nil
+}
+
+// bitmapLen is the changed-member bitmap of n members (deltas only).
+func bitmapLen(h byte, n int) int {
+	if k := RecordKind(h & headKind); k != KindDelta && k != KindGapDelta {
+		return 0
+	}
+	return (n + 7) / 8
+}
+
+func (e *V2Encoder) memberBytes(from, to int) int {
+	start := 0
+	if from > 0 {
+		start = e.members[from-1]
+	}
+	return e.members[to-1] - start
+}
+
+// appendMembers appends members [first, first+n): for a delta the bitmap of
+// changed ones, then their encodings.
+func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int) []byte {
+	start := 0
+	if first > 0 {
+		start = e.members[first-1]
+	}
+	if k := RecordKind(h & headKind); k == KindDelta || k == KindGapDelta {
+		prev := start
+		for i := 0; i < n; i += 8 {
+			var bm byte
+			for j := 0; j < 8 && i+j < n; j++ {
+				end := e.members[first+i+j]
+				if end > prev { // the member has an encoding: it changed
+					bm |= 1 << j
+				}
+				prev = end
+			}
+			b = append(b, bm)
+		}
+	}
+	return append(b, e.scratch[start:e.members[first+n-1]]...)
+}
+
+// digest returns the frame digest of f as v1 defines it (the header's
+// frame-level fields, then every member's 60-byte record), over the states
+// f's quantized members restore to: receivers that restore the same
+// integers compute the same digest.
+func (e *V2Encoder) digest(f *V2Frame) uint64 {
+	p := f.Class.Precision()
+	e.raw = e.raw[:0]
+	for i := range f.Members {
+		m := island.Member{ID: f.Members[i].ID, State: f.Members[i].Q.State(p)}
+		e.raw = AppendMember(e.raw, &m)
+	}
+	h := FragmentHeader{Sender: f.Sender, Key: f.Key, Time: e.time, Segment: f.Segment, Flags: f.Flags, TotalMembers: uint32(len(f.Members))}
+	return Digest(&h, e.raw)
+}

@@ -1,0 +1,477 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/islandsync/islandsync/baseline"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
+)
+
+// v2World is a sender and a receiver of v2 frames for a set of islands,
+// with the receiver's restored tables, for round trips.
+type v2World struct {
+	t    testing.TB
+	enc  *V2Encoder
+	dec  *V2Decoder
+	seq  uint32
+	time island.Time
+}
+
+func newV2World(t testing.TB, cfg Config) *v2World {
+	enc, err := NewV2Encoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewV2Decoder(Config{MaxDatagram: MaxMaxDatagram})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &v2World{t: t, enc: enc, dec: dec}
+}
+
+// v2Frame builds island isl's frame with n members moving by seed.
+func v2Frame(isl uint32, n int, seq uint32, class quant.Class, seed float64) V2Frame {
+	f := V2Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 2, Config: 3, Seq: seq}, Class: class}
+	p := class.Precision()
+	for i := range n {
+		s := island.State{X: float64(i)*0.25 + seed, Y: 2 - seed/3, Angle: seed / 7, VX: 1.5, VY: -seed, AngVel: 0.5}
+		q, _ := quant.Quantize(s, p)
+		f.Members = append(f.Members, baseline.Entry{ID: island.MemberID{Stable: uint64(isl)*1000 + uint64(i), Generation: uint32(i % 3)}, Record: baseline.Record{Q: q}})
+	}
+	return f
+}
+
+// table returns what the receiver keeps of a frame sent at time t.
+func frameTable(f *V2Frame, t island.Time) *baseline.Table {
+	tb := &baseline.Table{ID: f.Key.Seq, Frame: baseline.FrameInfo{Sender: f.Sender, Key: f.Key, Time: t, Segment: f.Segment, Class: f.Class}}
+	for _, m := range f.Members {
+		m.Time, m.Segment = t, f.Segment
+		tb.Entries = append(tb.Entries, m)
+	}
+	return tb
+}
+
+// receive decodes every datagram and restores each island's frame: key
+// records on their own, deltas and runs against bases (by island), parts
+// of a fragmented frame put back together. It checks every digest.
+func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[uint32]*baseline.Table {
+	w.t.Helper()
+	out := map[uint32]*baseline.Table{}
+	parts := map[uint32][]baseline.Entry{}
+	for _, dg := range dgs {
+		h, recs, err := w.dec.Decode(dg)
+		if err != nil {
+			w.t.Fatalf("decode: %v", err)
+		}
+		for _, r := range recs {
+			predicted := func(from, n uint32) {
+				for k := uint32(0); k < n; k++ {
+					base := bases[from+k]
+					got, _ := (&V2Record{Kind: KindDelta, Total: len(base.Entries), N: len(base.Entries), members: make([]byte, (len(base.Entries)+7)/8)}).ExpandDelta(nil, base, h.Time)
+					out[from+k] = restored(base.Frame, h, got)
+				}
+			}
+			switch r.Kind {
+			case KindRun:
+				predicted(r.Island, r.Count)
+				continue
+			case KindGapDelta:
+				predicted(r.Island-r.Count, r.Count)
+			}
+			switch r.Kind {
+			case KindKey, KindDelta, KindGapDelta:
+				var got []baseline.Entry
+				info := baseline.FrameInfo{Sender: r.Sender, Key: island.Key{Island: r.Island, Epoch: r.Epoch, Topology: r.Topology, Config: r.Config}, Segment: r.Segment, Class: r.Class}
+				if r.Kind == KindKey {
+					got = r.ExpandKey(nil, h.Time)
+				} else {
+					base := bases[r.Island]
+					if h.Seq-r.Lag != base.ID {
+						w.t.Fatalf("island %d: delta against %d, base is %d", r.Island, h.Seq-r.Lag, base.ID)
+					}
+					if got, err = r.ExpandDelta(nil, base, h.Time); err != nil {
+						w.t.Fatal(err)
+					}
+					info = base.Frame
+				}
+				all := append(parts[r.Island], got...)
+				parts[r.Island] = all
+				if len(all) < r.Total {
+					continue
+				}
+				tb := restored(info, h, all)
+				tb.Frame.Key.Seq = h.Seq
+				// The digest: the restored floats hashed as v1 does.
+				f := V2Frame{Sender: tb.Frame.Sender, Key: tb.Frame.Key, Segment: tb.Frame.Segment, Flags: r.Flags, Class: tb.Frame.Class, Members: tb.Entries}
+				d := w.enc.digest(&f)
+				if (r.Digest32 && uint64(uint32(d)) != r.Digest) || (!r.Digest32 && d != r.Digest) {
+					w.t.Fatalf("island %d: digest mismatch", r.Island)
+				}
+				out[r.Island] = tb
+			}
+		}
+	}
+	return out
+}
+
+func restored(info baseline.FrameInfo, h V2Header, members []baseline.Entry) *baseline.Table {
+	info.Time = h.Time
+	info.Key.Seq = h.Seq
+	return &baseline.Table{ID: h.Seq, Frame: info, Entries: members}
+}
+
+func sameMembers(a, b []baseline.Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Q != b[i].Q {
+			return false
+		}
+	}
+	return true
+}
+
+// TestV2RoundTrip: keyframes, deltas, runs and fragmented frames restore
+// exactly the quantized members sent, for every class, under several caps,
+// over many broadcasts with random motion, rests and teleports.
+func TestV2RoundTrip(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for _, maxDG := range []int{576, 1200, 9000} {
+		w := newV2World(t, Config{MaxDatagram: maxDG})
+		sizes := map[uint32]int{1: 1, 2: 1, 3: 1, 4: 1, 5: 6, 9: 40, 50: 160, 51: 1, 52: 1}
+		var ids []uint32
+		for id := range sizes {
+			ids = append(ids, id)
+		}
+		slicesSort(ids)
+		frames := map[uint32]V2Frame{}
+		bases := map[uint32]*baseline.Table{}
+		for seq := uint32(1); seq <= 40; seq++ {
+			tm := island.Time(seq) * 50_000
+			w.enc.Begin(seq, tm)
+			sent := map[uint32]V2Frame{}
+			for _, id := range ids {
+				class := quant.Class(id % 3)
+				f, had := frames[id]
+				if !had {
+					f = v2Frame(id, sizes[id], seq, class, float64(id))
+				}
+				f.Key.Seq = seq
+				f.Flags = 0
+				f.Members = append([]baseline.Entry(nil), f.Members...)
+				for i := range f.Members {
+					q := &f.Members[i].Q
+					switch rnd.IntN(4) {
+					case 0: // at rest, or moving exactly as predicted
+						*q = predict(*q, 50_000, class.Precision())
+					case 1:
+						*q = predict(*q, 50_000, class.Precision())
+						q.X += rnd.Int64N(9) - 4
+					case 2:
+						q.VY -= 25
+						q.Y += q.VY / 40
+					default:
+						q.AngVel = rnd.Int64N(200) - 100
+						q.Angle += 7
+					}
+				}
+				base, ok := bases[id]
+				if !ok || rnd.IntN(10) == 0 {
+					if err := w.enc.AddKey(&f, 0); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
+					t.Fatal(err)
+				}
+				sent[id] = f
+				frames[id] = f
+			}
+			dgs := w.enc.Datagrams()
+			for _, dg := range dgs {
+				if len(dg) > maxDG {
+					t.Fatalf("cap %d: datagram of %d bytes", maxDG, len(dg))
+				}
+			}
+			got := w.receive(cloneAll(dgs), bases)
+			for _, id := range ids {
+				g, ok := got[id]
+				f := sent[id]
+				if !ok || !sameMembers(g.Entries, f.Members) {
+					t.Fatalf("cap %d seq %d island %d: not restored", maxDG, seq, id)
+				}
+				bases[id] = frameTable(&f, tm) // every frame acknowledged
+				bases[id].Frame.Key.Seq = seq
+			}
+		}
+	}
+}
+
+func cloneAll(dgs [][]byte) [][]byte {
+	out := make([][]byte, len(dgs))
+	for i, d := range dgs {
+		out[i] = bytes.Clone(d)
+	}
+	return out
+}
+
+func slicesSort(s []uint32) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// TestV2Prediction: motion is predicted from the baseline's velocities in
+// exact integer arithmetic, rounded half away from zero, the same on every
+// platform; absurd products saturate instead of overflowing.
+func TestV2Prediction(t *testing.T) {
+	p := quant.Rigid.Precision() // positions 2^-9 m, velocities 2^-8 m/s
+	b := quant.State{X: 100, VX: 256, VY: -256, Angle: 4, AngVel: -512}
+	got := predict(b, 100_000, p) // 1 m/s for 0.1 s = 0.1 m = 51.2 quanta → 51
+	if got.X != 151 || got.Y != -51 || got.Angle != 4-410 {
+		t.Fatalf("predicted %+v", got)
+	}
+	if advance(1, 250_000, 1) != 1 || advance(-1, 250_000, 1) != -1 || advance(1, 249_999, 1) != 0 {
+		t.Fatal("rounding is not half away from zero")
+	}
+	if advance(math.MaxInt64, math.MaxInt64, 3) != 1<<53 || advance(math.MinInt64+1, 7, 3) != -(1<<53) {
+		t.Fatal("overflow does not saturate")
+	}
+}
+
+// TestV2SmallIslandsAreCheap: 900 one-body islands, 90 % at rest: the rest
+// cost a run record; a moving one a few bytes; everything in few datagrams.
+func TestV2SmallIslandsAreCheap(t *testing.T) {
+	w := newV2World(t, Config{})
+	bases := map[uint32]*baseline.Table{}
+	var frames []V2Frame
+	for id := uint32(1); id <= 900; id++ {
+		f := v2Frame(id, 1, 1, quant.Rigid, 0)
+		f.Members[0].Q.VX, f.Members[0].Q.VY, f.Members[0].Q.AngVel = 0, 0, 0 // asleep
+		frames = append(frames, f)
+		bases[id] = frameTable(&f, 50_000)
+	}
+	w.enc.Begin(2, 100_000)
+	for i := range frames {
+		f := frames[i]
+		f.Key.Seq = 2
+		f.Members = append([]baseline.Entry(nil), f.Members...)
+		if i%10 == 0 { // a tenth is pushed
+			f.Members[0].Q.X += 30
+			f.Members[0].Q.VX = 200
+		}
+		if err := w.enc.AddDelta(&f, &V2Ref{Base: bases[f.Key.Island]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dgs := w.enc.Datagrams()
+	total := 0
+	for _, d := range dgs {
+		total += len(d)
+	}
+	bitsPerBody := float64(8*total) / 900
+	t.Logf("900 islands, 90 moving: %d datagrams, %d bytes, %.2f bits/body", len(dgs), total, bitsPerBody)
+	if bitsPerBody > 10 {
+		t.Fatalf("%.2f bits per body", bitsPerBody)
+	}
+	got := w.receive(cloneAll(dgs), bases)
+	if len(got) != 900 {
+		t.Fatalf("%d islands restored", len(got))
+	}
+}
+
+// TestV2Rejects: malformed datagrams are refused whole with typed errors.
+func TestV2Rejects(t *testing.T) {
+	w := newV2World(t, Config{})
+	f := v2Frame(7, 3, 5, quant.Rigid, 1)
+	w.enc.Begin(5, 250_000)
+	if err := w.enc.AddKey(&f, 0); err != nil {
+		t.Fatal(err)
+	}
+	good := bytes.Clone(w.enc.Datagrams()[0])
+	if _, _, err := w.dec.Decode(good); err != nil {
+		t.Fatal(err)
+	}
+	mut := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
+	cases := map[string][]byte{
+		"truncated header": good[:10],
+		"bad magic":        mut(func(b []byte) []byte { b[0] = 'X'; return b }),
+		"version 3":        mut(func(b []byte) []byte { b[4] = 3; return b }),
+		"no record":        good[:V2HeaderSize],
+		"shared ref first": mut(func(b []byte) []byte { b[V2HeaderSize] |= headSameRef; return b }),
+		"class 3":          mut(func(b []byte) []byte { b[V2HeaderSize] |= headClass; return b }),
+		"kind 3":           mut(func(b []byte) []byte { b[V2HeaderSize] |= headKind; return b }),
+		"trailing byte":    append(bytes.Clone(good), 0),
+		"cut member":       good[:len(good)-1],
+		"long varint":      append(append(bytes.Clone(good[:V2HeaderSize+1]), 0x87, 0x00), good[V2HeaderSize+2:]...),
+	}
+	for name, b := range cases {
+		if h, recs, err := w.dec.Decode(b); err == nil || recs != nil || !isCodecError(err) {
+			t.Errorf("%s: %v %v %v", name, h, recs, err)
+		}
+	}
+	// Every truncation fails, and no bit flip panics or yields a record the
+	// encoder would not write.
+	for i := range good {
+		if _, _, err := w.dec.Decode(good[:i]); err == nil {
+			t.Fatalf("truncated at %d accepted", i)
+		}
+	}
+}
+
+// v2GoldenCases are the v2 goldens: a keyframe, a delta, many small islands
+// in one datagram, a fragmented frame and edge values.
+func v2GoldenCases(t testing.TB) []struct {
+	name string
+	dgs  [][]byte
+} {
+	w := newV2World(t, Config{})
+	var out []struct {
+		name string
+		dgs  [][]byte
+	}
+	add := func(name string, build func()) {
+		build()
+		out = append(out, struct {
+			name string
+			dgs  [][]byte
+		}{name, cloneAll(w.enc.Datagrams())})
+	}
+	key := v2Frame(7, 3, 100, quant.Rigid, 1)
+	key.Flags = island.FlagInitial
+	add("v2-key", func() {
+		w.enc.Begin(100, 1_500_000)
+		if err := w.enc.AddKey(&key, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	base := frameTable(&key, 1_500_000)
+	add("v2-delta", func() {
+		f := v2Frame(7, 3, 102, quant.Rigid, 1)
+		f.Members[0].Q = predict(f.Members[0].Q, 100_000, quant.Rigid.Precision())
+		f.Members[1].Q.X += 20
+		f.Members[2].Q.VY -= 25
+		w.enc.Begin(102, 1_600_000)
+		if err := w.enc.AddDelta(&f, &V2Ref{Window: 1, Base: base}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	add("v2-small", func() {
+		w.enc.Begin(9, 450_000)
+		for id := uint32(1); id <= 20; id++ {
+			f := v2Frame(id, 1, 9, quant.Loose, 0)
+			f.Members[0].Q.VX, f.Members[0].Q.VY, f.Members[0].Q.AngVel = 0, 0, 0
+			b := frameTable(&f, 350_000)
+			b.ID = 7
+			if id%7 == 0 {
+				f.Members[0].Q.Y -= 3
+			}
+			if err := w.enc.AddDelta(&f, &V2Ref{Window: 0, Base: b}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	add("v2-chain", func() {
+		f := v2Frame(40, 160, 3, quant.Chain, 2)
+		w.enc.Begin(3, 150_000)
+		if err := w.enc.AddKey(&f, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	add("v2-edges", func() {
+		f := V2Frame{Sender: math.MaxUint32, Key: island.Key{Island: math.MaxUint32, Epoch: math.MaxUint32, Topology: math.MaxUint32, Config: math.MaxUint32, Seq: math.MaxUint32},
+			Segment: math.MaxUint32, Flags: island.FlagInitial | island.FlagReleasing, Class: quant.Loose,
+			Members: []baseline.Entry{
+				{ID: island.MemberID{}, Record: baseline.Record{Q: quant.State{X: 1<<53 - 1, Y: -(1<<53 - 1), Angle: -1, VX: 1, VY: 0, AngVel: math.MinInt32}}},
+				{ID: island.MemberID{Stable: math.MaxUint64, Generation: math.MaxUint32}},
+			}}
+		w.enc.Begin(math.MaxUint32, -1)
+		if err := w.enc.AddKey(&f, math.MaxUint32); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return out
+}
+
+// TestV2Golden compares every v2 golden datagram byte for byte with
+// testdata/golden/v2/ (rewrite with -update and review the diff).
+func TestV2Golden(t *testing.T) {
+	dir := filepath.Join(goldenDir, "v2")
+	for _, c := range v2GoldenCases(t) {
+		for i, dg := range c.dgs {
+			name := fmt.Sprintf("%s.%02d", c.name, i)
+			if _, _, err := newV2World(t, Config{}).dec.Decode(dg); err != nil {
+				t.Fatalf("%s: own output does not decode: %v", name, err)
+			}
+			path := filepath.Join(dir, name+".bin")
+			if *update {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, dg, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(strings.TrimSuffix(path, ".bin")+".txt", []byte(hex.Dump(dg)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./codec -update)", err)
+			}
+			if !bytes.Equal(dg, want) {
+				t.Fatalf("%s differs from golden at offset %d", name, firstDiff(dg, want))
+			}
+		}
+	}
+}
+
+// FuzzDecodeV2: any input decodes or fails with a typed error; what decodes
+// expands without panicking.
+func FuzzDecodeV2(f *testing.F) {
+	for _, c := range v2GoldenCases(f) {
+		for _, dg := range c.dgs {
+			f.Add(dg)
+		}
+	}
+	dec, _ := NewV2Decoder(Config{MaxDatagram: MaxMaxDatagram})
+	base := &baseline.Table{}
+	var dst []baseline.Entry
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, recs, err := dec.Decode(b)
+		if err != nil {
+			if recs != nil || !isCodecError(err) {
+				t.Fatalf("recs=%d err=%v", len(recs), err)
+			}
+			return
+		}
+		for _, r := range recs {
+			switch r.Kind {
+			case KindKey:
+				if dst = r.ExpandKey(dst, h.Time); len(dst) != r.N {
+					t.Fatalf("%d members expanded of %d", len(dst), r.N)
+				}
+			case KindDelta:
+				base.Entries = base.Entries[:0]
+				for i := 0; i < r.Total; i++ {
+					base.Entries = append(base.Entries, baseline.Entry{ID: island.MemberID{Stable: uint64(i)}})
+				}
+				if dst, err = r.ExpandDelta(dst, base, h.Time); err != nil || len(dst) != r.N {
+					t.Fatalf("delta expanded %d of %d: %v", len(dst), r.N, err)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,409 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/islandsync/islandsync/baseline"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
+)
+
+// V2Record is one record of a v2 datagram, checked for framing but with its
+// members still encoded: a key record's members expand on their own
+// (ExpandKey), a delta's need the baseline they were coded against
+// (ExpandDelta), a run has none.
+type V2Record struct {
+	Kind  RecordKind
+	Class quant.Class
+	Flags island.Flags
+	// Island is the island id; a run covers Island … Island+Count−1.
+	Island uint32
+	// Key records: the frame's sender and stream.
+	Sender                           island.SenderID
+	Epoch, Topology, Config, Segment uint32
+	Window                           uint32 // window generation the record was coded in
+	Lag                              uint32 // delta, run: sequence − baseline sequence (≥ 1)
+	Count                            uint32 // run: islands covered (≥ 1); gap delta: the islands before Island it covers
+	Total                            int    // key, delta: members in the whole frame
+	Fragments, Index, First, N       int    // key, delta: this part's place (one part: 1, 0, 0, Total)
+	Digest                           uint64 // whole records: the low 32 bits only
+	Digest32                         bool   // the record is whole and Digest holds 32 bits
+	members                          []byte // encoded members
+}
+
+// V2Decoder parses v2 datagrams into records it owns and reuses. Not safe
+// for concurrent use.
+type V2Decoder struct {
+	cfg  Config
+	recs []V2Record
+}
+
+// NewV2Decoder returns a decoder enforcing cfg (zero fields mean defaults).
+func NewV2Decoder(cfg Config) (*V2Decoder, error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &V2Decoder{cfg: c}, nil
+}
+
+// V2Header is a v2 datagram's broadcast sequence and authority time.
+type V2Header struct {
+	Seq  uint32
+	Time island.Time
+}
+
+// DatagramVersion returns the version byte of a datagram that starts with
+// the islandsync magic, or an error wrapping ErrTruncated or ErrBadMagic.
+func DatagramVersion(b []byte) (int, error) {
+	if len(b) < 5 {
+		return 0, fail(ErrTruncated, len(b), "datagram header")
+	}
+	if string(b[:4]) != Magic {
+		return 0, fail(ErrBadMagic, 0, "magic")
+	}
+	return int(b[4]), nil
+}
+
+// Decode parses and checks one whole v2 datagram. The records are the
+// decoder's and stay valid until the next call; their members alias b. Any
+// bad record rejects the whole datagram (nil, error). Decode is total and
+// canonical: every varint is minimal, every reserved bit zero, every count
+// checked against the caps and the bytes present before it is used.
+func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
+	var h V2Header
+	if len(b) > d.cfg.MaxDatagram {
+		return h, nil, fail(ErrLimit, d.cfg.MaxDatagram, "datagram size")
+	}
+	if _, err := DatagramVersion(b); err != nil {
+		return h, nil, err
+	}
+	if b[4] != VersionV2 {
+		return h, nil, fail(ErrVersion, 4, "version")
+	}
+	if len(b) < V2HeaderSize {
+		return h, nil, fail(ErrTruncated, len(b), "datagram header")
+	}
+	h.Seq = binary.LittleEndian.Uint32(b[5:])
+	h.Time = island.Time(binary.LittleEndian.Uint64(b[9:]))
+	d.recs = d.recs[:0]
+	p := v2Parser{b: b, off: V2HeaderSize}
+	var last uint32
+	for p.off < len(b) {
+		var r V2Record
+		if err := p.record(&r, &d.cfg, last, len(d.recs) == 0); err != nil {
+			d.recs = d.recs[:0]
+			return h, nil, err
+		}
+		last = r.Island
+		if r.Kind == KindRun {
+			last = r.Island + r.Count - 1
+		}
+		d.recs = append(d.recs, r)
+	}
+	if len(d.recs) == 0 {
+		return h, nil, fail(ErrMalformed, V2HeaderSize, "no record")
+	}
+	return h, d.recs, nil
+}
+
+type v2Parser struct {
+	b   []byte
+	off int
+	ref struct {
+		ok          bool
+		window, lag uint32
+	}
+}
+
+func (p *v2Parser) uvarint(field string) (uint64, error) {
+	v, n := binary.Uvarint(p.b[p.off:])
+	switch {
+	case n == 0:
+		return 0, fail(ErrTruncated, len(p.b), field)
+	case n < 0:
+		return 0, fail(ErrMalformed, p.off, field)
+	case n != uvarintLen(v):
+		return 0, fail(ErrMalformed, p.off, field+" (not minimal)")
+	}
+	p.off += n
+	return v, nil
+}
+
+// varint reads a zigzag-coded signed varint.
+func (p *v2Parser) varint(field string) (int64, error) {
+	u, err := p.uvarint(field)
+	if err != nil {
+		return 0, err
+	}
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
+	return v, nil
+}
+
+// u32 reads a uvarint that must fit 32 bits.
+func (p *v2Parser) u32(field string) (uint32, error) {
+	at := p.off
+	v, err := p.uvarint(field)
+	if err != nil {
+		return 0, err
+	}
+	if v > 1<<32-1 {
+		return 0, fail(ErrMalformed, at, field)
+	}
+	return uint32(v), nil
+}
+
+// bounded reads a uvarint in [lo, hi].
+func (p *v2Parser) bounded(field string, lo, hi uint64, limit bool) (int, error) {
+	at := p.off
+	v, err := p.uvarint(field)
+	if err != nil {
+		return 0, err
+	}
+	if v < lo || v > hi {
+		if limit && v > hi {
+			return 0, fail(ErrLimit, at, field)
+		}
+		return 0, fail(ErrMalformed, at, field)
+	}
+	return int(v), nil
+}
+
+func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) error {
+	at := p.off
+	hb := p.b[p.off]
+	p.off++
+	r.Kind = RecordKind(hb & headKind)
+	r.Class = quant.Class(hb & headClass >> 2)
+	if hb&headInitial != 0 {
+		r.Flags |= island.FlagInitial
+	}
+	if hb&headRelease != 0 {
+		r.Flags |= island.FlagReleasing
+	}
+	frag := hb&headFragment != 0
+	switch {
+	case r.Class > quant.Loose:
+		return fail(ErrMalformed, at, "record head")
+	case r.Kind == KindGapDelta && (first || frag):
+		return fail(ErrMalformed, at, "gap delta head")
+	case hb&headSameRef != 0 && (r.Kind == KindKey || !p.ref.ok):
+		return fail(ErrMalformed, at, "record head: no reference to share")
+	case r.Kind == KindRun && (r.Flags != 0 || frag):
+		return fail(ErrMalformed, at, "run head")
+	}
+	delta, err := p.u32("island")
+	if err != nil {
+		return err
+	}
+	if !first && delta == 0 && !frag { // ascending; only fragments of one frame may repeat an island
+		return fail(ErrMalformed, at+1, "island order")
+	}
+	isl := uint64(last) + uint64(delta)
+	if first {
+		isl = uint64(delta)
+	}
+	if isl > 1<<32-1 {
+		return fail(ErrMalformed, at+1, "island")
+	}
+	r.Island = uint32(isl)
+	if r.Kind == KindGapDelta {
+		if delta < 2 {
+			return fail(ErrMalformed, at+1, "gap delta: no gap")
+		}
+		r.Count = delta - 1
+	}
+	if r.Kind == KindKey {
+		s, err := p.u32("sender")
+		if err != nil {
+			return err
+		}
+		r.Sender = island.SenderID(s)
+		for _, f := range []*uint32{&r.Epoch, &r.Topology, &r.Config, &r.Segment} {
+			if *f, err = p.u32("key"); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case hb&headSameRef != 0:
+		r.Window, r.Lag = p.ref.window, p.ref.lag
+	default:
+		if r.Window, err = p.u32("window"); err != nil {
+			return err
+		}
+		if r.Kind != KindKey {
+			lag, err := p.bounded("lag", 1, 1<<31, false)
+			if err != nil {
+				return err
+			}
+			r.Lag = uint32(lag)
+			if p.ref.ok && p.ref.window == r.Window && p.ref.lag == r.Lag {
+				return fail(ErrMalformed, at, "record head: a shared reference written out")
+			}
+		}
+	}
+	if r.Kind != KindKey {
+		p.ref.ok, p.ref.window, p.ref.lag = true, r.Window, r.Lag
+	}
+	if r.Kind == KindRun {
+		n, err := p.bounded("run count", 1, 1<<32-1, false)
+		if err != nil {
+			return err
+		}
+		if uint64(r.Island)+uint64(n)-1 > 1<<32-1 {
+			return fail(ErrMalformed, p.off, "run count")
+		}
+		r.Count = uint32(n)
+		return nil
+	}
+	if r.Total, err = p.bounded("total members", 1, uint64(cfg.MaxMembers), true); err != nil {
+		return err
+	}
+	r.Fragments, r.Index, r.First, r.N = 1, 0, 0, r.Total
+	if frag {
+		if r.Fragments, err = p.bounded("fragment count", 2, uint64(cfg.MaxFragments), true); err != nil {
+			return err
+		}
+		if r.Index, err = p.bounded("fragment index", 0, uint64(r.Fragments-1), false); err != nil {
+			return err
+		}
+		if r.First, err = p.bounded("first member", 0, uint64(r.Total-1), false); err != nil {
+			return err
+		}
+		if r.N, err = p.bounded("member count", 1, uint64(r.Total-r.First), false); err != nil {
+			return err
+		}
+		if len(p.b)-p.off < 8 {
+			return fail(ErrTruncated, len(p.b), "digest")
+		}
+		r.Digest = binary.LittleEndian.Uint64(p.b[p.off:])
+		p.off += 8
+	} else {
+		if len(p.b)-p.off < 4 {
+			return fail(ErrTruncated, len(p.b), "digest")
+		}
+		r.Digest, r.Digest32 = uint64(binary.LittleEndian.Uint32(p.b[p.off:])), true
+		p.off += 4
+	}
+	start := p.off
+	if r.Kind == KindKey {
+		err = p.skipKey(r.N)
+	} else {
+		err = p.skipDelta(r.N)
+	}
+	if err != nil {
+		return err
+	}
+	r.members = p.b[start:p.off]
+	return nil
+}
+
+// skipKey walks n key members (stable id, generation, six values).
+func (p *v2Parser) skipKey(n int) error {
+	for range n {
+		if _, err := p.uvarint("stable id"); err != nil {
+			return err
+		}
+		if _, err := p.u32("generation"); err != nil {
+			return err
+		}
+		for range 6 {
+			if _, err := p.varint("value"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// skipDelta walks a changed-member bitmap of n members and the residuals of
+// every changed one.
+func (p *v2Parser) skipDelta(n int) error {
+	nb := (n + 7) / 8
+	if len(p.b)-p.off < nb {
+		return fail(ErrTruncated, len(p.b), "bitmap")
+	}
+	bm := p.b[p.off : p.off+nb]
+	if n%8 != 0 && bm[nb-1]>>(n%8) != 0 {
+		return fail(ErrMalformed, p.off+nb-1, "bitmap padding")
+	}
+	p.off += nb
+	for _, x := range bm {
+		for range bits.OnesCount8(x) {
+			if p.off >= len(p.b) {
+				return fail(ErrTruncated, len(p.b), "field mask")
+			}
+			mask := p.b[p.off]
+			if mask == 0 || mask&0xc0 != 0 {
+				return fail(ErrMalformed, p.off, "field mask")
+			}
+			p.off++
+			for range bits.OnesCount8(mask) {
+				v, err := p.varint("residual")
+				if err != nil {
+					return err
+				}
+				if v == 0 {
+					return fail(ErrMalformed, p.off-1, "zero residual")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ExpandKey decodes a key record's members into dst (reused), with the
+// record's Segment and the datagram time t in every record.
+func (r *V2Record) ExpandKey(dst []baseline.Entry, t island.Time) []baseline.Entry {
+	p := v2Parser{b: r.members}
+	dst = dst[:0]
+	for range r.N {
+		var e baseline.Entry
+		s, _ := p.uvarint("")
+		g, _ := p.uvarint("")
+		e.ID = island.MemberID{Stable: s, Generation: uint32(g)}
+		for _, f := range fields(&e.Q) {
+			*f, _ = p.varint("")
+		}
+		e.Time, e.Segment = t, r.Segment
+		dst = append(dst, e)
+	}
+	return dst
+}
+
+// ExpandDelta decodes a delta record's members [First, First+N) against
+// base (the frame it names: the same members in the same order) into dst,
+// reused: each member is the baseline's motion carried to time t, plus its
+// residuals. It reports ErrMalformed when base does not hold Total members.
+func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t island.Time) ([]baseline.Entry, error) {
+	if len(base.Entries) != r.Total {
+		return dst[:0], fail(ErrMalformed, -1, "delta member count")
+	}
+	pr := base.Frame.Class.Precision()
+	dt := int64(t - base.Frame.Time)
+	p := v2Parser{b: r.members}
+	bm := r.members[:(r.N+7)/8]
+	p.off = len(bm)
+	dst = dst[:0]
+	for i := range r.N {
+		b := &base.Entries[r.First+i]
+		e := baseline.Entry{ID: b.ID, Record: baseline.Record{Q: predict(b.Q, dt, pr), Time: t, Segment: b.Segment}}
+		if bm[i/8]&(1<<(i%8)) != 0 {
+			mask := p.b[p.off]
+			p.off++
+			for k, f := range fields(&e.Q) {
+				if mask&(1<<k) != 0 {
+					v, _ := p.varint("")
+					*f += v
+				}
+			}
+		}
+		dst = append(dst, e)
+	}
+	return dst, nil
+}
