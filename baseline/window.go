@@ -137,6 +137,43 @@ func (r *Receiver) Decode(p *Packet) (*Table, bool, error) {
 	return t, true, nil
 }
 
+// Lookup returns the held table id for a record coded in window w:
+// ErrOldWindow for a retired window, ErrFutureWindow for one whose control
+// has not arrived (the record is dropped, never guessed), ErrNoBaseline when
+// the table is not held. Errors are counted.
+func (r *Receiver) Lookup(w, id uint32) (*Table, error) {
+	switch {
+	case w != r.gen && island.SeqNewer(r.gen, w):
+		r.stats.OldWindow++
+		return nil, ErrOldWindow
+	case w != r.gen:
+		r.stats.FutureDropped++
+		return nil, ErrFutureWindow
+	}
+	if t := r.find(id); t != nil {
+		return t, nil
+	}
+	r.stats.NoBaseline++
+	return nil, ErrNoBaseline
+}
+
+// Store keeps t as a baseline restored from a record of window w and
+// reports whether it did: not when w is not the current window, the window
+// is full, or the table is already held. Only stored tables may be
+// acknowledged. The receiver owns t from now on.
+func (r *Receiver) Store(w uint32, t *Table) bool {
+	if w != r.gen || r.find(t.ID) != nil {
+		return false
+	}
+	if r.Full() {
+		r.stats.WindowFull++
+		return false
+	}
+	r.slots = append(r.slots, t)
+	r.stats.Stored++
+	return true
+}
+
 func (r *Receiver) take() *Table {
 	if n := len(r.spare); n > 0 {
 		t := r.spare[n-1]

@@ -74,8 +74,11 @@ const (
 	TypeManifest  MessageType = 0x05
 	TypeForget    MessageType = 0x06
 	TypeCut       MessageType = 0x07
+	TypeWindows   MessageType = 0x08
 	TypeSubscribe MessageType = 0x10
 	TypeAck       MessageType = 0x11
+	TypeHeld      MessageType = 0x12
+	TypeKeyframes MessageType = 0x13
 )
 
 func (t MessageType) String() string {
@@ -94,6 +97,12 @@ func (t MessageType) String() string {
 		return "forget"
 	case TypeCut:
 		return "cut"
+	case TypeWindows:
+		return "windows"
+	case TypeHeld:
+		return "held"
+	case TypeKeyframes:
+		return "keyframes"
 	case TypeSubscribe:
 		return "subscribe"
 	case TypeAck:
@@ -104,7 +113,7 @@ func (t MessageType) String() string {
 
 // FromServer reports whether messages of type t travel from the authority
 // to observers.
-func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypeCut }
+func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypeWindows }
 
 // Message is one control message. Every implementation is a value type of
 // this package; Append writes the whole message, envelope included.
@@ -162,6 +171,34 @@ type Cut struct {
 	Time    island.Time
 }
 
+// WindowEntry advances one island's baseline window (wire v2): from now on
+// the authority codes that island's frames in window Gen, against Keep —
+// a frame the observer holds — or later frames it acknowledges.
+type WindowEntry struct {
+	Island uint32
+	Gen    uint32
+	Keep   uint32 // frame sequence of the anchor kept
+}
+
+// Windows carries window advances, ascending by island.
+type Windows struct{ Entries []WindowEntry }
+
+// HeldEntry says which frames of one island an observer holds as baselines
+// in window Window: Newest, and Newest−1−i for every set bit i of Prior.
+type HeldEntry struct {
+	Island uint32
+	Window uint32
+	Newest uint32 // frame sequence
+	Prior  uint32
+}
+
+// Held lists, per island, the baselines the observer holds (wire v2), ascending by island.
+type Held struct{ Entries []HeldEntry }
+
+// Keyframes asks for keyframes of the islands listed (ascending): the
+// observer lacks a baseline a delta named, or a frame failed its digest.
+type Keyframes struct{ Islands []uint32 }
+
 // Subscribe tells the authority which islands an observer wants. All means
 // every island; otherwise Islands lists them in strictly ascending order (an
 // empty list subscribes to nothing).
@@ -189,6 +226,9 @@ func (Forget) Type() MessageType    { return TypeForget }
 func (Cut) Type() MessageType       { return TypeCut }
 func (Subscribe) Type() MessageType { return TypeSubscribe }
 func (Ack) Type() MessageType       { return TypeAck }
+func (Windows) Type() MessageType   { return TypeWindows }
+func (Held) Type() MessageType      { return TypeHeld }
+func (Keyframes) Type() MessageType { return TypeKeyframes }
 
 // Body sizes of the fixed parts.
 const (
@@ -201,6 +241,8 @@ const (
 	subscribeHead = 1 + 4
 	ackHead       = 4
 	ackEntrySize  = 24
+	windowEntry   = 12
+	heldEntry     = 16
 )
 
 func (Welcome) Size() int     { return ControlHeaderSize + welcomeBody }
@@ -212,6 +254,9 @@ func (Forget) Size() int      { return ControlHeaderSize + forgetBody }
 func (Cut) Size() int         { return ControlHeaderSize + cutBody }
 func (m Subscribe) Size() int { return ControlHeaderSize + subscribeHead + 4*len(m.Islands) }
 func (m Ack) Size() int       { return ControlHeaderSize + ackHead + ackEntrySize*len(m.Entries) }
+func (m Windows) Size() int   { return ControlHeaderSize + 4 + windowEntry*len(m.Entries) }
+func (m Held) Size() int      { return ControlHeaderSize + 4 + heldEntry*len(m.Entries) }
+func (m Keyframes) Size() int { return ControlHeaderSize + 4 + 4*len(m.Islands) }
 
 func appendEnvelope(b []byte, m Message) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(m.Size()-4))
@@ -300,6 +345,33 @@ func (m Ack) Append(b []byte) []byte {
 	return b
 }
 
+func appendU32s(b []byte, vs ...uint32) []byte {
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, v)
+	}
+	return b
+}
+
+func (m Windows) Append(b []byte) []byte {
+	b = appendU32s(appendEnvelope(b, m), uint32(len(m.Entries)))
+	for _, e := range m.Entries {
+		b = appendU32s(b, e.Island, e.Gen, e.Keep)
+	}
+	return b
+}
+
+func (m Held) Append(b []byte) []byte {
+	b = appendU32s(appendEnvelope(b, m), uint32(len(m.Entries)))
+	for _, e := range m.Entries {
+		b = appendU32s(b, e.Island, e.Window, e.Newest, e.Prior)
+	}
+	return b
+}
+
+func (m Keyframes) Append(b []byte) []byte {
+	return appendU32s(appendU32s(appendEnvelope(b, m), uint32(len(m.Islands))), m.Islands...)
+}
+
 // ControlLength reads the envelope at the start of b and returns the whole
 // message size (length field included) without parsing the body, so a stream
 // reader knows how many bytes to wait for. It returns ErrTruncated while
@@ -358,6 +430,12 @@ func ParseControl(b []byte, lim *ControlLimits) (Message, int, error) {
 		m, err = p.subscribe(lim.MaxIslands)
 	case TypeAck:
 		m, err = p.ack(lim.MaxIslands)
+	case TypeWindows:
+		m, err = p.windows(lim.MaxIslands)
+	case TypeHeld:
+		m, err = p.held(lim.MaxIslands)
+	case TypeKeyframes:
+		m, err = p.keyframes(lim.MaxIslands)
 	default:
 		return nil, 0, fail(ErrUnknownType, 4, "control type")
 	}
@@ -554,4 +632,69 @@ func (p *ctlParser) ack(max int) (Ack, error) {
 		}
 	}
 	return a, nil
+}
+
+// ascending checks that island ids come in strictly ascending order.
+func ascending(prev *uint32, have *bool, isl uint32, at int, field string) error {
+	if *have && isl <= *prev {
+		return fail(ErrMalformed, at, field)
+	}
+	*prev, *have = isl, true
+	return nil
+}
+
+func (p *ctlParser) windows(max int) (Windows, error) {
+	n, err := p.count(windowEntry, max, "window count")
+	if err != nil {
+		return Windows{}, err
+	}
+	m := Windows{Entries: make([]WindowEntry, n)}
+	var prev uint32
+	var have bool
+	for i := range m.Entries {
+		at := p.off
+		e := &m.Entries[i]
+		e.Island, e.Gen, e.Keep = p.u32(), p.u32(), p.u32()
+		if err := ascending(&prev, &have, e.Island, at, "window island order"); err != nil {
+			return Windows{}, err
+		}
+	}
+	return m, nil
+}
+
+func (p *ctlParser) held(max int) (Held, error) {
+	n, err := p.count(heldEntry, max, "held count")
+	if err != nil {
+		return Held{}, err
+	}
+	m := Held{Entries: make([]HeldEntry, n)}
+	var prev uint32
+	var have bool
+	for i := range m.Entries {
+		at := p.off
+		e := &m.Entries[i]
+		e.Island, e.Window, e.Newest, e.Prior = p.u32(), p.u32(), p.u32(), p.u32()
+		if err := ascending(&prev, &have, e.Island, at, "held island order"); err != nil {
+			return Held{}, err
+		}
+	}
+	return m, nil
+}
+
+func (p *ctlParser) keyframes(max int) (Keyframes, error) {
+	n, err := p.count(4, max, "keyframe count")
+	if err != nil {
+		return Keyframes{}, err
+	}
+	m := Keyframes{Islands: make([]uint32, n)}
+	var prev uint32
+	var have bool
+	for i := range m.Islands {
+		at := p.off
+		m.Islands[i] = p.u32()
+		if err := ascending(&prev, &have, m.Islands[i], at, "keyframe island order"); err != nil {
+			return Keyframes{}, err
+		}
+	}
+	return m, nil
 }

@@ -42,6 +42,9 @@ func controlCases() []struct {
 			{Newest: island.Key{Island: 1, Epoch: 1, Topology: 1, Config: 1, Seq: 120}, Prior: 0xFFFFFFFF},
 			{Newest: island.Key{Island: 7, Epoch: 2, Topology: 3, Config: 2, Seq: 5}, Prior: 0b1011},
 		}}},
+		{"windows", Windows{Entries: []WindowEntry{{Island: 1, Gen: 4, Keep: 120}, {Island: 7, Gen: 1, Keep: 99}}}},
+		{"held", Held{Entries: []HeldEntry{{Island: 1, Window: 4, Newest: 126, Prior: 0b101}, {Island: 7, Window: 1, Newest: 101, Prior: 1}}}},
+		{"keyframes", Keyframes{Islands: []uint32{7, 40}}},
 		{"edges", Announce{Time: -1, IDs: []island.MemberID{{Stable: math.MaxUint64, Generation: math.MaxUint32}, {}}}},
 	}
 }
