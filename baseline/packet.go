@@ -58,7 +58,9 @@ type Packet struct {
 // Decode errors. Every one rejects the whole packet: no partial table is
 // ever produced, stored or acknowledged.
 var (
-	// ErrOldWindow: the packet was coded in a window generation already left.
+	// ErrOldWindow: the packet was coded in a window generation already left
+	// and names a table released with it (one naming the kept anchor still
+	// decodes).
 	ErrOldWindow = errors.New("baseline: packet of a retired window")
 	// ErrFutureWindow: the packet belongs to a window whose control has not
 	// arrived; it is held (bounded) or dropped, never guessed.

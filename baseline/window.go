@@ -89,11 +89,7 @@ func (r *Receiver) find(id uint32) *Table {
 // after. On any error nothing is stored and the caller acknowledges
 // nothing; ErrNoBaseline and ErrDigest call for a keyframe.
 func (r *Receiver) Decode(p *Packet) (*Table, bool, error) {
-	switch {
-	case p.Window != r.gen && island.SeqNewer(r.gen, p.Window):
-		r.stats.OldWindow++
-		return nil, false, ErrOldWindow
-	case p.Window != r.gen:
+	if p.Window != r.gen && !island.SeqNewer(r.gen, p.Window) {
 		if len(r.held) < MaxHeld {
 			r.held = append(r.held, clonePacket(p))
 			r.stats.FutureHeld++
@@ -104,10 +100,13 @@ func (r *Receiver) Decode(p *Packet) (*Table, bool, error) {
 	}
 	var base *Table
 	if !p.Keyframe {
-		if base = r.find(p.Baseline); base == nil {
-			r.stats.NoBaseline++
-			return nil, false, ErrNoBaseline
+		var err error
+		if base, err = r.Lookup(p.Window, p.Baseline); err != nil {
+			return nil, false, err
 		}
+	} else if p.Window != r.gen {
+		r.stats.OldWindow++
+		return nil, false, ErrOldWindow // a keyframe of a window left behind is not worth storing
 	}
 	if existing := r.find(p.ID); existing != nil {
 		return existing, true, nil // a duplicate: the same table again
@@ -138,20 +137,24 @@ func (r *Receiver) Decode(p *Packet) (*Table, bool, error) {
 }
 
 // Lookup returns the held table id for a record coded in window w:
-// ErrOldWindow for a retired window, ErrFutureWindow for one whose control
-// has not arrived (the record is dropped, never guessed), ErrNoBaseline when
-// the table is not held. Errors are counted.
+// ErrFutureWindow for a window whose control has not arrived (the record is
+// dropped, never guessed), ErrOldWindow for a retired window whose table
+// was released, ErrNoBaseline when the table is not held. A record of the
+// previous window that names the anchor the advance kept still decodes: the
+// anchor is the same table in both windows, and table ids are never reused
+// within a window's lifetime, so no released table can be named by mistake.
+// Errors are counted.
 func (r *Receiver) Lookup(w, id uint32) (*Table, error) {
-	switch {
-	case w != r.gen && island.SeqNewer(r.gen, w):
-		r.stats.OldWindow++
-		return nil, ErrOldWindow
-	case w != r.gen:
+	if w != r.gen && !island.SeqNewer(r.gen, w) {
 		r.stats.FutureDropped++
 		return nil, ErrFutureWindow
 	}
 	if t := r.find(id); t != nil {
 		return t, nil
+	}
+	if w != r.gen {
+		r.stats.OldWindow++
+		return nil, ErrOldWindow
 	}
 	r.stats.NoBaseline++
 	return nil, ErrNoBaseline
@@ -172,6 +175,21 @@ func (r *Receiver) Store(w uint32, t *Table) bool {
 	r.slots = append(r.slots, t)
 	r.stats.Stored++
 	return true
+}
+
+// NewTable returns an empty table, recycled from those the receiver
+// released when it can, so that steady-state decoding does not allocate.
+func (r *Receiver) NewTable() *Table {
+	t := r.take()
+	t.Entries = t.Entries[:0]
+	return t
+}
+
+// Recycle gives back a table NewTable returned that was not stored.
+func (r *Receiver) Recycle(t *Table) {
+	if len(r.spare) < 2*Slots {
+		r.spare = append(r.spare, t)
+	}
 }
 
 func (r *Receiver) take() *Table {
@@ -286,10 +304,33 @@ func (s *Sender) Ack(gen, id uint32) {
 	}
 	for _, t := range s.sent {
 		if t.ID == id {
-			s.acked = append(s.acked, t)
+			// Keep acked in sequence order, newest last, whatever order
+			// acknowledgements arrive in.
+			i := len(s.acked)
+			for i > 0 && island.SeqNewer(s.acked[i-1].ID, id) {
+				i--
+			}
+			s.acked = slices.Insert(s.acked, i, t)
 			return
 		}
 	}
+}
+
+// Acked returns how many tables the observer acknowledged in the current
+// window, and the newest of them.
+func (s *Sender) Acked() (int, uint32) {
+	if len(s.acked) == 0 {
+		return 0, 0
+	}
+	return len(s.acked), s.acked[len(s.acked)-1].ID
+}
+
+// Advancing returns the generation of an advance sent but not yet confirmed.
+func (s *Sender) Advancing() (uint32, bool) {
+	if s.advance == nil {
+		return 0, false
+	}
+	return s.advance.Gen, true
 }
 
 // Baseline returns the table to code the next packet against — the newest

@@ -111,8 +111,9 @@ func TestMissingBaselineAsksForKeyframe(t *testing.T) {
 
 // TestFullWindowAdvances: with all 32 slots full the window still advances
 // to w+1 = {42} without a 33rd acknowledgement; packets of w+1 that arrive
-// before the control wait for it; old-window packets are refused after it;
-// the control is deduplicated and never goes back.
+// before the control wait for it; after it, old-window packets naming a
+// released table are refused while those naming the kept anchor still
+// decode; the control is deduplicated and never goes back.
 func TestFullWindowAdvances(t *testing.T) {
 	r := NewReceiver(0)
 	s := NewSender()
@@ -166,7 +167,10 @@ func TestFullWindowAdvances(t *testing.T) {
 		t.Fatal("the sender does not code against the anchor in window 1")
 	}
 	if _, _, err := r.Decode(packetFor(tables[0], table(45, Entry{idA, rec(45, 45_000)}), 0)); !errors.Is(err, ErrOldWindow) {
-		t.Fatalf("old-window packet: %v", err)
+		t.Fatalf("old-window packet naming a released table: %v", err)
+	}
+	if _, _, err := r.Decode(packetFor(tables[len(tables)-1], table(46, Entry{idA, rec(46, 46_000)}), 0)); err != nil {
+		t.Fatalf("old-window packet naming the anchor: %v", err)
 	}
 	if ready, err := r.Commit(ctl); err != nil || ready != nil || r.Gen() != 1 {
 		t.Fatal("a repeated control changed something")

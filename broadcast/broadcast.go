@@ -7,6 +7,7 @@ import (
 
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 )
 
 // ObserverID names one observer connection; the caller chooses it.
@@ -42,6 +43,16 @@ type Config struct {
 	MaxIslands int
 	// MaxIdentities caps live identities. Zero means DefaultMaxIdentities.
 	MaxIdentities int
+	// Wire is the datagram format: 2 (quantized keyframes and deltas
+	// against acknowledged baselines) or 1 (float frames, encoded once per
+	// cap and subscription). Zero means 2.
+	Wire int
+	// KeyframeEvery: an island's frames go whole to an observer at least
+	// this many broadcasts apart (wire 2). Zero means DefaultKeyframeEvery.
+	KeyframeEvery int
+	// Class picks an island's constraint class, and so its quantization
+	// (wire 2). Nil means DefaultClass.
+	Class func(islandID uint32, members int) quant.Class
 }
 
 // Errors.
@@ -71,6 +82,7 @@ type observer struct {
 	ctl         []byte   // control bytes not yet taken
 	out         []Datagram
 	acks        map[uint32]codec.AckEntry
+	v2          map[uint32]*obsIsland // wire v2: per island, what this observer holds
 }
 
 func (o *observer) wants(islandID uint32) bool {
@@ -100,14 +112,21 @@ type group struct {
 // moves what it produced to the network with Take.
 type Broadcaster struct {
 	cfg       Config
-	ids       map[uint64]island.MemberID
+	idents    map[uint64]island.MemberID
 	leases    map[uint32]island.Lease
 	manifests map[uint32]island.Manifest
 	observers map[ObserverID]*observer
 	encoders  map[int]*codec.Encoder
 	groups    []group
-	picked    []*island.Frame
 	stats     Stats
+
+	// wire v2
+	seq    uint32 // broadcast sequence
+	enc2   map[int]*codec.V2Encoder
+	dec2   *codec.V2Decoder
+	quant  []quantized
+	byTime []*island.Frame
+	ids    []ObserverID
 }
 
 // Stats are the broadcaster's counters.
@@ -143,9 +162,26 @@ func New(cfg Config) (*Broadcaster, error) {
 	if cfg.MaxIdentities <= 0 {
 		cfg.MaxIdentities = DefaultMaxIdentities
 	}
-	return &Broadcaster{cfg: cfg, ids: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
+	switch cfg.Wire {
+	case 0:
+		cfg.Wire = 2
+	case 1, 2:
+	default:
+		return nil, errors.New("broadcast: Wire must be 1 or 2")
+	}
+	if cfg.KeyframeEvery <= 0 {
+		cfg.KeyframeEvery = DefaultKeyframeEvery
+	}
+	if cfg.Class == nil {
+		cfg.Class = DefaultClass
+	}
+	dec2, err := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram, MaxMembers: cfg.Codec.MaxMembers, MaxFragments: cfg.Codec.MaxFragments})
+	if err != nil {
+		return nil, err
+	}
+	return &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
 		manifests: map[uint32]island.Manifest{}, observers: map[ObserverID]*observer{},
-		encoders: map[int]*codec.Encoder{}}, nil
+		encoders: map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{}, dec2: dec2}, nil
 }
 
 // Join adds an observer whose datagrams must not exceed maxDatagram bytes
@@ -165,13 +201,13 @@ func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
 	if _, err := b.encoder(maxDatagram); err != nil {
 		return err
 	}
-	o := &observer{id: id, maxDatagram: maxDatagram, subKey: "none", acks: map[uint32]codec.AckEntry{}}
+	o := &observer{id: id, maxDatagram: maxDatagram, subKey: "none", acks: map[uint32]codec.AckEntry{}, v2: map[uint32]*obsIsland{}}
 	b.observers[id] = o
 	b.queue(o, codec.Welcome{Version: codec.ControlVersion, Timeline: b.cfg.Timeline,
 		SendPeriod: uint32(b.cfg.SendPeriod), MaxDatagram: uint16(min(maxDatagram, 0xFFFF))})
-	if len(b.ids) > 0 {
-		all := make([]island.MemberID, 0, len(b.ids))
-		for _, m := range b.ids {
+	if len(b.idents) > 0 {
+		all := make([]island.MemberID, 0, len(b.idents))
+		for _, m := range b.idents {
 			all = append(all, m)
 		}
 		slices.SortFunc(all, func(x, y island.MemberID) int {
@@ -257,6 +293,29 @@ func (b *Broadcaster) Ack(id ObserverID, a codec.Ack) error {
 	return nil
 }
 
+// Feedback applies one control message from an observer: Subscribe, Ack,
+// and for wire 2 Held (baselines it holds, window confirmations) and
+// Keyframes (islands to send whole). Anything else is ErrDirection.
+func (b *Broadcaster) Feedback(id ObserverID, m codec.Message) error {
+	o := b.observers[id]
+	if o == nil {
+		return ErrNoObserver
+	}
+	switch m := m.(type) {
+	case codec.Subscribe:
+		return b.Subscribe(id, m)
+	case codec.Ack:
+		return b.Ack(id, m)
+	case codec.Held:
+		b.held(o, m)
+	case codec.Keyframes:
+		b.keyframes(o, m)
+	default:
+		return ErrDirection
+	}
+	return nil
+}
+
 // Acked returns the newest acknowledgement an observer sent for an island.
 func (b *Broadcaster) Acked(id ObserverID, islandID uint32) (codec.AckEntry, bool) {
 	if o := b.observers[id]; o != nil {
@@ -273,16 +332,16 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 	switch m := m.(type) {
 	case codec.Announce:
 		for _, id := range m.IDs {
-			if _, ok := b.ids[id.Stable]; !ok && len(b.ids) >= b.cfg.MaxIdentities {
+			if _, ok := b.idents[id.Stable]; !ok && len(b.idents) >= b.cfg.MaxIdentities {
 				return ErrTableFull
 			}
-			b.ids[id.Stable] = id
+			b.idents[id.Stable] = id
 		}
 		b.queueAll(m, nil)
 	case codec.Destroy:
 		for _, id := range m.IDs {
-			if cur, ok := b.ids[id.Stable]; ok && cur.Generation <= id.Generation {
-				delete(b.ids, id.Stable)
+			if cur, ok := b.idents[id.Stable]; ok && cur.Generation <= id.Generation {
+				delete(b.idents, id.Stable)
 			}
 		}
 		b.queueAll(m, nil)
@@ -307,6 +366,9 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		delete(b.leases, m.Island)
 		delete(b.manifests, m.Island)
 		b.queueAll(m, &m.Island)
+		for _, o := range b.observers {
+			delete(o.v2, m.Island)
+		}
 	case codec.Cut:
 		b.queueAll(m, &m.Island) // an event, not state: late joiners get the new segment's frames
 
@@ -351,6 +413,10 @@ func (b *Broadcaster) encoder(maxDatagram int) (*codec.Encoder, error) {
 // the same datagram cap and subscription shares one encoding: one buffer,
 // allocated per group and call, that nobody writes again.
 func (b *Broadcaster) Frames(frames []*island.Frame) {
+	if b.cfg.Wire == 2 {
+		b.framesV2(frames)
+		return
+	}
 	b.groups = b.groups[:0]
 	for _, o := range b.observers {
 		i := slices.IndexFunc(b.groups, func(g group) bool { return g.maxDatagram == o.maxDatagram && g.subKey == o.subKey })
@@ -399,7 +465,12 @@ func (b *Broadcaster) encodeGroup(g *group, frames []*island.Frame) {
 	if added == 0 {
 		return
 	}
-	dgs := enc.Datagrams()
+	b.share(g.members, enc.Datagrams(), islandsOf)
+}
+
+// share copies one encoding's datagrams into a buffer nobody writes again
+// and queues them, with the islands each carries, for every observer given.
+func (b *Broadcaster) share(members []*observer, dgs [][]byte, islands func([]uint32, []byte) []uint32) {
 	size := 0
 	for _, d := range dgs {
 		size += len(d)
@@ -410,13 +481,14 @@ func (b *Broadcaster) encodeGroup(g *group, frames []*island.Frame) {
 	for i, d := range dgs {
 		start, istart := len(arena), len(isl)
 		arena = append(arena, d...)
-		isl = islandsOf(isl, d)
+		isl = islands(isl, d)
+		slices.Sort(isl[istart:])
 		out[i] = Datagram{Bytes: arena[start:len(arena):len(arena)], Islands: isl[istart:len(isl):len(isl)]}
 	}
 	b.stats.Encodings++
 	b.stats.Datagrams += uint64(len(out))
 	b.stats.Bytes += uint64(size)
-	for _, o := range g.members {
+	for _, o := range members {
 		o.out = append(o.out, out...)
 	}
 }
@@ -461,7 +533,7 @@ func (b *Broadcaster) Stats() Stats { return b.stats }
 // (nil functions are skipped), islands in ascending order.
 func (b *Broadcaster) Live(id func(island.MemberID), lease func(island.Lease), manifest func(island.Manifest)) {
 	if id != nil {
-		for _, m := range b.ids {
+		for _, m := range b.idents {
 			id(m)
 		}
 	}

@@ -99,10 +99,11 @@ func TestCatchUpBeforeFrames(t *testing.T) {
 	}
 }
 
-// TestEncodeOnce: observers with the same cap and subscription share one
-// encoding and the very same bytes; another cap costs one more encoding.
+// TestEncodeOnce: on wire 1, observers with the same cap and subscription
+// share one encoding and the very same bytes; another cap costs one more
+// encoding.
 func TestEncodeOnce(t *testing.T) {
-	b, _ := New(Config{})
+	b, _ := New(Config{Wire: 1})
 	live(t, b, 1, ids(1, 40))
 	for id := ObserverID(1); id <= 3; id++ {
 		_ = b.Join(id, 1200)
@@ -175,9 +176,13 @@ func TestLimitsAndErrors(t *testing.T) {
 // islands and one 160-body island — for 1, 8 and 64 observers: one encoding,
 // then handing the same datagrams to every observer.
 func BenchmarkFanOut(b *testing.B) {
-	for _, n := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("observers=%d", n), func(b *testing.B) {
-			bc, _ := New(Config{})
+	for _, c := range []struct {
+		wire int
+		n    int
+	}{{1, 1}, {1, 8}, {1, 64}, {2, 1}, {2, 8}, {2, 64}} {
+		n := c.n
+		b.Run(fmt.Sprintf("wire=%d/observers=%d", c.wire, n), func(b *testing.B) {
+			bc, _ := New(Config{Wire: c.wire})
 			var frames []*island.Frame
 			for k := 0; k < 24; k++ {
 				m := ids(uint64(1000+10*k), 6)

@@ -258,9 +258,12 @@ func (m Windows) Size() int   { return ControlHeaderSize + 4 + windowEntry*len(m
 func (m Held) Size() int      { return ControlHeaderSize + 4 + heldEntry*len(m.Entries) }
 func (m Keyframes) Size() int { return ControlHeaderSize + 4 + 4*len(m.Islands) }
 
-func appendEnvelope(b []byte, m Message) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(m.Size()-4))
-	return append(b, byte(m.Type()))
+// appendEnvelope writes the length and type of a message of size bytes
+// (envelope included). It takes no Message interface, so appending a
+// message value never boxes it.
+func appendEnvelope(b []byte, t MessageType, size int) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(size-4))
+	return append(b, byte(t))
 }
 
 func appendIDs(b []byte, ids []island.MemberID) []byte {
@@ -272,32 +275,32 @@ func appendIDs(b []byte, ids []island.MemberID) []byte {
 }
 
 func (m Welcome) Append(b []byte) []byte {
-	b = appendEnvelope(b, m)
+	b = appendEnvelope(b, m.Type(), m.Size())
 	b = append(b, m.Version)
 	b = binary.LittleEndian.AppendUint64(b, m.Timeline)
 	b = binary.LittleEndian.AppendUint32(b, m.SendPeriod)
 	return binary.LittleEndian.AppendUint16(b, m.MaxDatagram)
 }
 
-func appendIDList(b []byte, m Message, t island.Time, ids []island.MemberID) []byte {
-	b = appendEnvelope(b, m)
+func appendIDList(b []byte, typ MessageType, t island.Time, ids []island.MemberID) []byte {
+	b = appendEnvelope(b, typ, ControlHeaderSize+idListHead+idSize*len(ids))
 	b = binary.LittleEndian.AppendUint64(b, uint64(t))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(ids)))
 	return appendIDs(b, ids)
 }
 
-func (m Announce) Append(b []byte) []byte { return appendIDList(b, m, m.Time, m.IDs) }
-func (m Destroy) Append(b []byte) []byte  { return appendIDList(b, m, m.Time, m.IDs) }
+func (m Announce) Append(b []byte) []byte { return appendIDList(b, TypeAnnounce, m.Time, m.IDs) }
+func (m Destroy) Append(b []byte) []byte  { return appendIDList(b, TypeDestroy, m.Time, m.IDs) }
 
 func (m Lease) Append(b []byte) []byte {
-	b = appendEnvelope(b, m)
+	b = appendEnvelope(b, m.Type(), m.Size())
 	b = binary.LittleEndian.AppendUint32(b, m.Island)
 	b = binary.LittleEndian.AppendUint32(b, m.Epoch)
 	return binary.LittleEndian.AppendUint32(b, uint32(m.Owner))
 }
 
 func (m Manifest) Append(b []byte) []byte {
-	b = appendEnvelope(b, m)
+	b = appendEnvelope(b, m.Type(), m.Size())
 	b = binary.LittleEndian.AppendUint32(b, m.Island)
 	b = binary.LittleEndian.AppendUint32(b, m.Topology)
 	b = binary.LittleEndian.AppendUint32(b, m.Config)
@@ -306,18 +309,18 @@ func (m Manifest) Append(b []byte) []byte {
 }
 
 func (m Forget) Append(b []byte) []byte {
-	return binary.LittleEndian.AppendUint32(appendEnvelope(b, m), m.Island)
+	return binary.LittleEndian.AppendUint32(appendEnvelope(b, m.Type(), m.Size()), m.Island)
 }
 
 func (m Cut) Append(b []byte) []byte {
-	b = appendEnvelope(b, m)
+	b = appendEnvelope(b, m.Type(), m.Size())
 	b = binary.LittleEndian.AppendUint32(b, m.Island)
 	b = binary.LittleEndian.AppendUint32(b, m.Segment)
 	return binary.LittleEndian.AppendUint64(b, uint64(m.Time))
 }
 
 func (m Subscribe) Append(b []byte) []byte {
-	b = appendEnvelope(b, m)
+	b = appendEnvelope(b, m.Type(), m.Size())
 	mode := byte(1)
 	if m.All {
 		mode = 0
@@ -331,7 +334,7 @@ func (m Subscribe) Append(b []byte) []byte {
 }
 
 func (m Ack) Append(b []byte) []byte {
-	b = appendEnvelope(b, m)
+	b = appendEnvelope(b, m.Type(), m.Size())
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Entries)))
 	for _, e := range m.Entries {
 		k := e.Newest
@@ -353,7 +356,7 @@ func appendU32s(b []byte, vs ...uint32) []byte {
 }
 
 func (m Windows) Append(b []byte) []byte {
-	b = appendU32s(appendEnvelope(b, m), uint32(len(m.Entries)))
+	b = appendU32s(appendEnvelope(b, m.Type(), m.Size()), uint32(len(m.Entries)))
 	for _, e := range m.Entries {
 		b = appendU32s(b, e.Island, e.Gen, e.Keep)
 	}
@@ -361,7 +364,7 @@ func (m Windows) Append(b []byte) []byte {
 }
 
 func (m Held) Append(b []byte) []byte {
-	b = appendU32s(appendEnvelope(b, m), uint32(len(m.Entries)))
+	b = appendU32s(appendEnvelope(b, m.Type(), m.Size()), uint32(len(m.Entries)))
 	for _, e := range m.Entries {
 		b = appendU32s(b, e.Island, e.Window, e.Newest, e.Prior)
 	}
@@ -369,7 +372,7 @@ func (m Held) Append(b []byte) []byte {
 }
 
 func (m Keyframes) Append(b []byte) []byte {
-	return appendU32s(appendU32s(appendEnvelope(b, m), uint32(len(m.Islands))), m.Islands...)
+	return appendU32s(appendU32s(appendEnvelope(b, m.Type(), m.Size()), uint32(len(m.Islands))), m.Islands...)
 }
 
 // ControlLength reads the envelope at the start of b and returns the whole

@@ -61,6 +61,11 @@ type V2Frame struct {
 	// identity); Record.Time and Record.Segment are ignored (the datagram's
 	// time and Segment apply).
 	Members []baseline.Entry
+	// Digest, when Digested, is the frame's digest at the encoder's time
+	// (see V2Encoder.FrameDigest): a frame sent to many observers is hashed
+	// once. When not Digested the encoder computes it.
+	Digest   uint64
+	Digested bool
 }
 
 // V2Ref is what a delta or run record refers to: the observer's baseline
@@ -162,6 +167,7 @@ type V2Encoder struct {
 	rec     []byte
 	members []int // end offsets of each member's encoding in scratch
 	raw     []byte
+	spans   []span
 	run     struct {
 		open          bool
 		first, count  uint32
@@ -411,7 +417,10 @@ func (e *V2Encoder) flushRun() {
 // 32-bit digest, when it fits a datagram; else cut into fragments at member
 // boundaries, each with the whole frame's 64-bit digest.
 func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen int) error {
-	d := e.digest(f)
+	d := f.Digest
+	if !f.Digested {
+		d = e.digest(f)
+	}
 	n := len(f.Members)
 	e.rec = appendU(e.rec, uint64(n))
 	pre = len(e.rec)
@@ -434,8 +443,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		return nil
 	}
 	// Fragments: greedy member ranges, sized for an empty datagram.
-	type span struct{ first, n int }
-	var spans [MaxMaxFragments]span
+	spans := e.spans[:0]
 	count := 0
 	for first := 0; first < n; {
 		k := 0
@@ -452,7 +460,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		if count == e.cfg.MaxFragments {
 			return fail(ErrLimit, -1, "fragment count")
 		}
-		spans[count] = span{first, k}
+		spans = append(spans, span{first, k})
 		count++
 		first += k
 	}
@@ -468,8 +476,12 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		e.place(h|headFragment, f.Key.Island, body, window, lag, refLen)
 		e.close() // fragments of a big frame each fill their own datagram
 	}
+	e.spans = spans
 	return nil
 }
+
+// span is one fragment's member range.
+type span struct{ first, n int }
 
 // bitmapLen is the changed-member bitmap of n members (deltas only).
 func bitmapLen(h byte, n int) int {
@@ -509,6 +521,12 @@ func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int) []byte {
 		}
 	}
 	return append(b, e.scratch[start:e.members[first+n-1]]...)
+}
+
+// FrameDigest computes f's digest for the current broadcast (Begin's time)
+// and records it in f, so that encoding f for many observers hashes it once.
+func (e *V2Encoder) FrameDigest(f *V2Frame) {
+	f.Digest, f.Digested = e.digest(f), true
 }
 
 // digest returns the frame digest of f as v1 defines it (the header's

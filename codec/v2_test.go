@@ -236,9 +236,10 @@ func slicesSort(s []uint32) {
 // exact integer arithmetic, rounded half away from zero, the same on every
 // platform; absurd products saturate instead of overflowing.
 func TestV2Prediction(t *testing.T) {
-	p := quant.Rigid.Precision() // positions 2^-9 m, velocities 2^-8 m/s
-	b := quant.State{X: 100, VX: 256, VY: -256, Angle: 4, AngVel: -512}
-	got := predict(b, 100_000, p) // 1 m/s for 0.1 s = 0.1 m = 51.2 quanta → 51
+	p := quant.Rigid.Precision() // positions 2^-9 m, velocities 2^-7 m/s, angles 2^-12 turn, 2^-8 turn/s
+	b := quant.State{X: 100, VX: 128, VY: -128, Angle: 4, AngVel: -256}
+	// 1 m/s for 0.1 s = 0.1 m = 51.2 quanta → 51; −1 turn/s for 0.1 s = −409.6 → −410.
+	got := predict(b, 100_000, p)
 	if got.X != 151 || got.Y != -51 || got.Angle != 4-410 {
 		t.Fatalf("predicted %+v", got)
 	}

@@ -407,3 +407,16 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 	}
 	return dst, nil
 }
+
+// Predict appends to dst, reused, the members of base carried to time t by
+// the baseline's motion: what a run record restores for an island.
+func Predict(dst []baseline.Entry, base *baseline.Table, t island.Time) []baseline.Entry {
+	pr := base.Frame.Class.Precision()
+	dt := int64(t - base.Frame.Time)
+	dst = dst[:0]
+	for i := range base.Entries {
+		b := &base.Entries[i]
+		dst = append(dst, baseline.Entry{ID: b.ID, Record: baseline.Record{Q: predict(b.Q, dt, pr), Time: t, Segment: b.Segment}})
+	}
+	return dst
+}

@@ -43,16 +43,16 @@ type Precision struct {
 
 // Precision returns the class's default precision. Rigid and Chain hold
 // positions to 1/512 m and angles to 2^-12 turn (error at most 0.98 mm and
-// 0.77 mrad); Chain keeps velocities finer because its extrapolation runs
-// longest. Loose holds 1/128 m and 2^-9 turn.
+// 0.77 mrad), velocities to 1/128 m/s and 2^-8 turn/s (0.4 mm after 0.1 s
+// of extrapolation). Loose holds 1/128 m, 2^-9 turn, 1/32 m/s, 2^-6 turn/s.
 func (c Class) Precision() Precision {
 	switch c {
 	case Chain:
-		return Precision{Pos: 9, Angle: 12, Vel: 9, AngVel: 10}
+		return Precision{Pos: 9, Angle: 12, Vel: 7, AngVel: 8}
 	case Loose:
-		return Precision{Pos: 7, Angle: 9, Vel: 6, AngVel: 7}
+		return Precision{Pos: 7, Angle: 9, Vel: 5, AngVel: 6}
 	}
-	return Precision{Pos: 9, Angle: 12, Vel: 8, AngVel: 9}
+	return Precision{Pos: 9, Angle: 12, Vel: 7, AngVel: 8}
 }
 
 // Error is the largest error quantization adds to each field.

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/islandsync/islandsync/assembler"
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/store"
@@ -72,6 +73,7 @@ type IslandView struct {
 type Receiver struct {
 	cfg   Config
 	dec   *codec.Decoder
+	dec2  *codec.V2Decoder
 	asm   *assembler.Assembler
 	reg   *validator.Registry
 	val   *validator.Validator
@@ -86,6 +88,12 @@ type Receiver struct {
 	views       []IslandView
 	ready       bool // the last Render showed every known island valid at r
 	acks        map[uint32]*ackState
+	v2          map[uint32]*v2Island // wire v2 decode baselines, by island
+	keyReq      []uint32             // islands to ask keyframes for, ascending
+	ents        []baseline.Entry     // scratch: restored members
+	raw         []byte               // scratch: their v1 records
+	held        codec.Held           // scratch: Feedback
+	ack         codec.Ack            // scratch: Feedback
 
 	stats Stats
 }
@@ -104,14 +112,18 @@ func New(cfg Config) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
+	dec2, err := codec.NewV2Decoder(cfg.Codec)
+	if err != nil {
+		return nil, err
+	}
 	asm, err := assembler.New(cfg.Assembler)
 	if err != nil {
 		return nil, err
 	}
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
-	r := &Receiver{cfg: cfg, dec: dec, asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
-		acks: make(map[uint32]*ackState)}
+	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
+		acks: make(map[uint32]*ackState), v2: make(map[uint32]*v2Island)}
 	r.clock = store.NewClock(cfg.Clock)
 	return r, nil
 }
@@ -125,6 +137,8 @@ func (r *Receiver) resetControl() {
 	r.st.Reset()
 	r.known = r.known[:0]
 	clear(r.acks)
+	clear(r.v2)
+	r.keyReq = r.keyReq[:0]
 }
 
 // Control applies one reliable control message from the authority, in
@@ -145,6 +159,17 @@ func (r *Receiver) control(now int64, m codec.Message) error {
 	if w, ok := m.(codec.Welcome); ok {
 		newTimeline := !r.welcomed || w.Timeline != r.welcome.Timeline
 		r.welcomed, r.welcome = true, w
+		// Accept the datagrams the authority said it will send, if they are
+		// larger than the configured cap (never beyond the largest UDP payload).
+		if c := r.dec.Config(); int(w.MaxDatagram) > c.MaxDatagram && int(w.MaxDatagram) <= codec.MaxMaxDatagram {
+			c.MaxDatagram = int(w.MaxDatagram)
+			if dec, err := codec.NewDecoder(c); err == nil {
+				r.dec = dec
+			}
+			if dec2, err := codec.NewV2Decoder(c); err == nil {
+				r.dec2 = dec2
+			}
+		}
 		r.resetControl()
 		if !newTimeline {
 			r.stats.Reconnects++
@@ -195,10 +220,13 @@ func (r *Receiver) control(now int64, m codec.Message) error {
 		}
 	case codec.Cut:
 		r.st.Cut(m.Island, m.Segment, m.Time)
+	case codec.Windows:
+		r.windows(m)
 	case codec.Forget:
 		r.val.Forget(m.Island)
 		r.st.Forget(m.Island)
 		delete(r.acks, m.Island)
+		delete(r.v2, m.Island)
 		if i, found := slices.BinarySearch(r.known, m.Island); found {
 			r.known = slices.Delete(r.known, i, i+1)
 		}
@@ -211,29 +239,17 @@ func (r *Receiver) control(now int64, m codec.Message) error {
 // datagrams are unreliable and any of them may be hostile.
 func (r *Receiver) Datagram(now int64, b []byte) {
 	r.stats.Datagrams++
+	if v, err := codec.DatagramVersion(b); err == nil && v == codec.VersionV2 {
+		r.datagramV2(now, b)
+		return
+	}
 	frags, err := r.dec.Decode(b)
 	if err != nil {
 		r.stats.Decode.add(err)
 		return
 	}
 	for i := range frags {
-		o, f := r.asm.Push(now, &frags[i])
-		if o != assembler.Completed {
-			continue
-		}
-		reason, vf := r.val.Validate(f)
-		if reason != validator.OK {
-			continue
-		}
-		if res := r.st.Commit(now, vf); res != store.Committed {
-			continue
-		}
-		r.stats.FramesCommitted++
-		r.noteAck(vf.Key())
-		// The playout clock follows the authority's timeline, never an
-		// island's ownership epoch: a hand-off of one island must not
-		// restart every island's playout.
-		r.clock.Observe(now, r.timelines, vf.Time())
+		r.push(now, &frags[i])
 	}
 }
 
@@ -251,20 +267,8 @@ func (r *Receiver) noteAck(k island.Key) {
 		}
 		return
 	}
-	switch d := k.Seq - a.newest.Seq; {
-	case d == 0:
-	case island.SeqNewer(k.Seq, a.newest.Seq):
-		if d >= 33 {
-			a.prior = 0
-		} else {
-			a.prior = a.prior<<d | 1<<(d-1)
-		}
-		a.newest = k
-	default:
-		if back := a.newest.Seq - k.Seq; back <= 32 {
-			a.prior |= 1 << (back - 1)
-		}
-	}
+	have := true
+	markSeq(&have, &a.newest.Seq, &a.prior, k.Seq)
 }
 
 // streamNewer reports whether k's stream replaces old's: a newer epoch,

@@ -62,6 +62,7 @@ type Stats struct {
 	Reconnects      uint64 // Welcomes of an already known timeline
 	Decode          DecodeStats
 	Control         ControlStats
+	V2              V2Stats
 	Assembler       assembler.Stats
 	Validator       validator.Stats
 	Store           store.Stats
@@ -107,6 +108,11 @@ func (s *Stats) Rejects(fn func(reason string, n uint64)) {
 	for c := store.CommitResult(1); c < store.NumCommitResults; c++ {
 		emit("store:"+c.String(), s.Store.Count(c))
 	}
+	emit("v2:no-baseline", s.V2.NoBaseline)
+	emit("v2:old-window", s.V2.OldWindow)
+	emit("v2:future-window", s.V2.Future)
+	emit("v2:digest-mismatch", s.V2.Digest)
+	emit("v2:unknown-island", s.V2.Unknown)
 	emit("control:no-welcome", s.Control.NoWelcome)
 	emit("control:wrong-direction", s.Control.Direction)
 	emit("control:refused", s.Control.Refused)

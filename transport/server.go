@@ -263,15 +263,7 @@ func (s *Server) handle(ev event) {
 			s.log.Info("observer left", "observer", p.id, "remote", p.remote, "reason", p.closeReason())
 		}
 	case evMessage:
-		var err error
-		switch m := ev.msg.(type) {
-		case codec.Subscribe:
-			err = s.bc.Subscribe(p.id, m)
-		case codec.Ack:
-			err = s.bc.Ack(p.id, m)
-		default:
-			err = fmt.Errorf("%v from an observer", m.Type())
-		}
+		err := s.bc.Feedback(p.id, ev.msg)
 		if err != nil && !errors.Is(err, broadcast.ErrNoObserver) {
 			s.log.Warn("observer broke the protocol", "observer", p.id, "err", err)
 			s.m.reject("wrong-direction")

@@ -28,7 +28,8 @@ type WatchConfig struct {
 	Receiver receiver.Config
 	// RenderRate is render ticks per second. Zero means 60.
 	RenderRate int
-	// AckPeriod is how often an Ack goes back to the server. Zero means 100 ms.
+	// AckPeriod is how often the receiver's feedback (baselines held,
+	// keyframe requests, acknowledgements) goes back. Zero means 50 ms.
 	AckPeriod time.Duration
 	// IdleTimeout closes a silent connection. Zero means 10 s.
 	IdleTimeout time.Duration
@@ -78,7 +79,7 @@ func NewWatcher(cfg WatchConfig) (*Watcher, error) {
 		cfg.RenderRate = 60
 	}
 	if cfg.AckPeriod <= 0 {
-		cfg.AckPeriod = 100 * time.Millisecond
+		cfg.AckPeriod = 50 * time.Millisecond
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Second
@@ -185,7 +186,6 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 	defer render.Stop()
 	ack := time.NewTicker(w.cfg.AckPeriod)
 	defer ack.Stop()
-	var ackMsg codec.Ack
 	var out []byte
 	tick := Tick{Receiver: w.rx}
 	for {
@@ -206,8 +206,10 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 				w.rx.Datagram(w.now(), v.dg)
 			}
 		case <-ack.C:
-			ackMsg = w.rx.Ack(ackMsg)
-			out = ackMsg.Append(out[:0])
+			// Baselines held, keyframe requests and acknowledgements.
+			if out = w.rx.Feedback(out[:0]); len(out) == 0 {
+				continue
+			}
 			_ = st.SetWriteDeadline(time.Now().Add(time.Second))
 			if _, err := st.Write(out); err != nil {
 				return err

@@ -72,6 +72,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		adversary = fs.Bool("adversary", true, "inject old-epoch, spoofed, stale-topology and conflicting packets (in-memory transport)")
 		jsonOut   = fs.Bool("json", false, "print the report as JSON")
 		plotFile  = fs.String("plot", "", "write joint error over time to this .png or .svg file")
+		wire      = fs.Int("wire", 2, "datagram format: 2 (quantized keyframes and deltas against acknowledged baselines) or 1 (float frames)")
 		matrix    = fs.Bool("matrix", false, "run the impairment matrix (loss × duplication × jitter × 2 seeds, every scenario) and print one table; with -json, one object per cell")
 		trans     = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
 	)
@@ -101,6 +102,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("-duration %v: seconds, in (0, 3600]", *duration)}
 	case *sendHz < 1 || *sendHz > scenario.StepHz:
 		return usageError{fmt.Errorf("-hz %d: in [1, %d], the simulation step rate", *sendHz, scenario.StepHz)}
+	case *wire != 1 && *wire != 2:
+		return usageError{fmt.Errorf("-wire %d: 1 or 2", *wire)}
 	case *trans != "mem" && *trans != "quic":
 		return usageError{fmt.Errorf("-transport %q: mem or quic", *trans)}
 	}
@@ -112,7 +115,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	opt := options{
-		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic",
+		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic", Wire: *wire,
 		Net: netsim.Config{Loss: *loss, BurstIn: *burst, Duplicate: *dup, Delay: int64(*delay * 1000),
 			Jitter: int64(*jitter * 1000), Corrupt: *corrupt},
 	}

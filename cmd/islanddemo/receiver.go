@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/physics"
@@ -57,18 +58,28 @@ func (p *pipeline) apply(views []receiver.IslandView) {
 }
 
 // naive writes each fragment's members into its bodies as soon as the
-// fragment arrives: no assembly, no validation, no playout clock.
+// fragment arrives: no assembly, no validation, no playout clock. On wire 2
+// it applies each delta to whatever it last showed of the island, as a
+// receiver that ignores baselines would.
 type naive struct {
-	dec *codec.Decoder
-	rep *physics.Replica
+	dec  *codec.Decoder
+	dec2 *codec.V2Decoder
+	rep  *physics.Replica
+	last map[uint32]*baseline.Table // per island, what it last applied
+	ents []baseline.Entry
 }
 
 func newNaive(w *physics.World) *naive {
 	dec, _ := codec.NewDecoder(codec.Config{})
-	return &naive{dec: dec, rep: physics.NewReplica(w)}
+	dec2, _ := codec.NewV2Decoder(codec.Config{})
+	return &naive{dec: dec, dec2: dec2, rep: physics.NewReplica(w), last: map[uint32]*baseline.Table{}}
 }
 
 func (n *naive) receive(dg []byte) {
+	if v, err := codec.DatagramVersion(dg); err == nil && v == codec.VersionV2 {
+		n.receiveV2(dg)
+		return
+	}
 	frags, err := n.dec.Decode(dg)
 	if err != nil {
 		return
@@ -78,6 +89,67 @@ func (n *naive) receive(dg []byte) {
 		for i := 0; i < int(f.Header.MemberCount); i++ {
 			m, _ := f.Raw.Member(i) // the decoder checked every float
 			n.rep.Set(m.ID, m.State, src)
+		}
+	}
+}
+
+func (n *naive) receiveV2(dg []byte) {
+	h, recs, err := n.dec2.Decode(dg)
+	if err != nil {
+		return
+	}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case codec.KindKey:
+			n.ents = r.ExpandKey(n.ents, h.Time)
+			info := baseline.FrameInfo{Sender: r.Sender, Key: island.Key{Island: r.Island, Epoch: r.Epoch, Topology: r.Topology, Config: r.Config, Seq: h.Seq}, Time: h.Time, Segment: r.Segment, Class: r.Class}
+			n.apply(r.Island, info, r.First, r.Total, n.ents)
+		case codec.KindDelta, codec.KindGapDelta:
+			if r.Kind == codec.KindGapDelta {
+				for k := r.Count; k > 0; k-- {
+					n.predicted(r.Island-k, h)
+				}
+			}
+			base := n.last[r.Island]
+			if base == nil || len(base.Entries) != r.Total {
+				continue
+			}
+			ents, err := r.ExpandDelta(n.ents, base, h.Time)
+			n.ents = ents
+			if err == nil {
+				n.apply(r.Island, base.Frame, r.First, r.Total, ents)
+			}
+		case codec.KindRun:
+			for k := uint32(0); k < r.Count; k++ {
+				n.predicted(r.Island+k, h)
+			}
+		}
+	}
+}
+
+func (n *naive) predicted(id uint32, h codec.V2Header) {
+	if base := n.last[id]; base != nil {
+		n.ents = codec.Predict(n.ents, base, h.Time)
+		n.apply(id, base.Frame, 0, len(base.Entries), n.ents)
+	}
+}
+
+// apply shows members [first, first+len(ents)) of an island at once and
+// remembers them as the island's last state.
+func (n *naive) apply(id uint32, info baseline.FrameInfo, first, total int, ents []baseline.Entry) {
+	t := n.last[id]
+	if t == nil || len(t.Entries) != total {
+		t = &baseline.Table{Entries: make([]baseline.Entry, total)}
+		n.last[id] = t
+	}
+	t.Frame = info
+	p := info.Class.Precision()
+	src := physics.Source{From: info.Key, To: info.Key}
+	for i, e := range ents {
+		if first+i < total {
+			t.Entries[first+i] = e
+			n.rep.Set(e.ID, e.Q.State(p), src)
 		}
 	}
 }

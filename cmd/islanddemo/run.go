@@ -24,6 +24,7 @@ type options struct {
 	Adversary bool
 	AdvRate   float64 // hostile packets per legitimate datagram
 	QUIC      bool    // the real server and watcher over QUIC through a relay
+	Wire      int     // datagram format: 1 or 2
 }
 
 // series is what the plot draws, one point per render tick.
@@ -135,7 +136,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		return scenarioReport{}, series{}, err
 	}
 	world := auth.Worlds()[0]
-	bc, err := broadcast.New(broadcast.Config{Timeline: opt.Seed, SendPeriod: auth.Period()})
+	bc, err := broadcast.New(broadcast.Config{Timeline: opt.Seed, SendPeriod: auth.Period(), Wire: opt.Wire})
 	if err != nil {
 		return scenarioReport{}, series{}, err
 	}
@@ -163,8 +164,10 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		due int64
 		b   []byte
 	}
-	var ctlQueue []pendingCtl
-	var ctlBuf []byte
+	var ctlQueue, fbQueue []pendingCtl
+	var ctlBuf, fbBuf []byte
+	lim := codec.ControlLimits{}.WithDefaults()
+	nextFeedback := int64(0)
 	var dgs []broadcast.Datagram
 
 	const stepUS = 1_000_000 / scenario.StepHz
@@ -200,6 +203,25 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		for len(ctlQueue) > 0 && ctlQueue[0].due <= now {
 			pipe.control(now, ctlQueue[0].b)
 			ctlQueue = ctlQueue[1:]
+		}
+		// The observer's feedback (baselines held, keyframe requests,
+		// acknowledgements) travels back on the reliable stream.
+		if now >= nextFeedback {
+			nextFeedback = now + 50_000
+			if fbBuf = rx.Feedback(fbBuf[:0]); len(fbBuf) > 0 {
+				fbQueue = append(fbQueue, pendingCtl{now + opt.Net.Delay, slices.Clone(fbBuf)})
+			}
+		}
+		for len(fbQueue) > 0 && fbQueue[0].due <= now {
+			for b := fbQueue[0].b; len(b) > 0; {
+				m, n, err := codec.ParseControl(b, &lim)
+				if err != nil {
+					break
+				}
+				_ = bc.Feedback(observer, m)
+				b = b[n:]
+			}
+			fbQueue = fbQueue[1:]
 		}
 		out = link.Deliver(now, out[:0])
 		for _, dg := range out {

@@ -1,0 +1,292 @@
+package receiver
+
+import (
+	"slices"
+
+	"github.com/islandsync/islandsync/assembler"
+	"github.com/islandsync/islandsync/baseline"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
+	"github.com/islandsync/islandsync/store"
+	"github.com/islandsync/islandsync/validator"
+)
+
+// v2Island is one island's decode baselines (wire v2) and which of them the
+// receiver holds, for its Held acknowledgements.
+type v2Island struct {
+	win    *baseline.Receiver
+	have   bool   // newest and prior say something (in win's generation)
+	newest uint32 // newest frame sequence held
+	prior  uint32 // bit i: frame newest−1−i held too
+}
+
+// V2Stats counts what the wire-v2 path did.
+type V2Stats struct {
+	Records    uint64 // records expanded (a run counts each island)
+	Keyframes  uint64 // key records
+	Stored     uint64 // frames kept as baselines
+	NoBaseline uint64 // records naming a baseline not held (a keyframe is asked for)
+	OldWindow  uint64 // records of a window already left
+	Future     uint64 // records of a window whose control has not arrived (dropped)
+	Digest     uint64 // whole records whose restored frame failed the digest
+	Windows    uint64 // window advances applied
+	Unknown    uint64 // records of islands without a manifest
+}
+
+func (r *Receiver) v2island(id uint32) *v2Island {
+	if s := r.v2[id]; s != nil {
+		return s
+	}
+	if _, known := slices.BinarySearch(r.known, id); !known {
+		return nil
+	}
+	s := &v2Island{win: baseline.NewReceiver(r.cfg.Codec.MaxMembers)}
+	r.v2[id] = s
+	return s
+}
+
+// requestKey queues a keyframe request for an island.
+func (r *Receiver) requestKey(id uint32) {
+	if i, found := slices.BinarySearch(r.keyReq, id); !found && len(r.keyReq) < codec.DefaultMaxControlIslands {
+		r.keyReq = slices.Insert(r.keyReq, i, id)
+	}
+}
+
+// datagramV2 expands every record of a v2 datagram into whole-frame or
+// fragment form and pushes it down the same path as version 1: assembly,
+// validation, commit. A committed frame becomes a baseline of its island.
+func (r *Receiver) datagramV2(now int64, b []byte) {
+	h, recs, err := r.dec2.Decode(b)
+	if err != nil {
+		r.stats.Decode.add(err)
+		return
+	}
+	for i := range recs {
+		rec := &recs[i]
+		switch rec.Kind {
+		case codec.KindRun:
+			for k := uint32(0); k < rec.Count; k++ {
+				r.v2Predicted(now, h, rec, rec.Island+k)
+			}
+		case codec.KindGapDelta:
+			for k := rec.Count; k > 0; k-- {
+				r.v2Predicted(now, h, rec, rec.Island-k)
+			}
+			r.v2Delta(now, h, rec)
+		case codec.KindDelta:
+			r.v2Delta(now, h, rec)
+		case codec.KindKey:
+			r.stats.V2.Records++
+			r.stats.V2.Keyframes++
+			r.ents = rec.ExpandKey(r.ents, h.Time)
+			info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
+				Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
+			r.v2Push(now, rec, info, r.ents, false)
+		}
+	}
+}
+
+// base looks up the baseline a record names, counting and asking for a
+// keyframe when it is not held.
+func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) *baseline.Table {
+	s := r.v2island(id)
+	if s == nil {
+		r.stats.V2.Unknown++
+		return nil
+	}
+	t, err := s.win.Lookup(rec.Window, h.Seq-rec.Lag)
+	switch {
+	case err == nil:
+		return t
+	case err == baseline.ErrOldWindow:
+		r.stats.V2.OldWindow++
+	case err == baseline.ErrFutureWindow:
+		r.stats.V2.Future++
+	default:
+		r.stats.V2.NoBaseline++
+		r.requestKey(id)
+	}
+	return nil
+}
+
+func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record, id uint32) {
+	r.stats.V2.Records++
+	base := r.base(h, rec, id)
+	if base == nil {
+		return
+	}
+	r.ents = codec.Predict(r.ents, base, h.Time)
+	info := base.Frame
+	info.Key.Seq, info.Time = h.Seq, h.Time
+	whole := codec.V2Record{Kind: codec.KindRun, Class: info.Class, Window: rec.Window, Total: len(r.ents),
+		Fragments: 1, N: len(r.ents)}
+	r.v2Push(now, &whole, info, r.ents, true)
+}
+
+func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
+	r.stats.V2.Records++
+	base := r.base(h, rec, rec.Island)
+	if base == nil {
+		return
+	}
+	ents, err := rec.ExpandDelta(r.ents, base, h.Time)
+	r.ents = ents
+	if err != nil {
+		r.stats.Decode.add(err)
+		r.requestKey(rec.Island)
+		return
+	}
+	info := base.Frame
+	info.Key.Seq, info.Time = h.Seq, h.Time
+	r.v2Push(now, rec, info, ents, false)
+}
+
+// v2Push turns restored members into a version-1 fragment — the float
+// states they restore to, exactly — and pushes it; a committed frame is
+// kept as a baseline. A whole record's 32-bit digest is checked here (the
+// frame is all present); a fragment carries the whole 64 bits for the
+// assembler; a predicted frame needs none (it equals its baseline's motion).
+func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, predicted bool) {
+	p := info.Class.Precision()
+	r.raw = r.raw[:0]
+	for i := range ents {
+		m := island.Member{ID: ents[i].ID, State: ents[i].Q.State(p)}
+		r.raw = codec.AppendMember(r.raw, &m)
+	}
+	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
+		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
+		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest}
+	if rec.Fragments == 1 {
+		full := codec.Digest(&hdr, r.raw)
+		if !predicted && uint64(uint32(full)) != rec.Digest {
+			r.stats.V2.Digest++
+			r.requestKey(info.Key.Island)
+			return
+		}
+		hdr.Digest = full
+	}
+	frag := codec.Fragment{Header: hdr, Raw: r.raw}
+	f, vf := r.push(now, &frag)
+	if vf == nil {
+		return
+	}
+	r.keepBaseline(rec.Window, info, p, f)
+}
+
+// keepBaseline stores a committed v2 frame as a baseline of its island,
+// quantizing the assembled floats back (exact: they were restored from
+// these integers).
+func (r *Receiver) keepBaseline(window uint32, info baseline.FrameInfo, p quant.Precision, f *assembler.Frame) {
+	s := r.v2island(info.Key.Island)
+	if s == nil {
+		return
+	}
+	t := s.win.NewTable()
+	t.ID, t.Frame = info.Key.Seq, info
+	for i := range f.Members.Len() {
+		m, _ := f.Members.Member(i)
+		q, err := quant.Quantize(m.State, p)
+		if err != nil {
+			s.win.Recycle(t)
+			return
+		}
+		t.Entries = append(t.Entries, baseline.Entry{ID: m.ID, Record: baseline.Record{Q: q, Time: info.Time, Segment: info.Segment}})
+	}
+	if !s.win.Store(window, t) {
+		s.win.Recycle(t)
+		return
+	}
+	r.stats.V2.Stored++
+	markSeq(&s.have, &s.newest, &s.prior, t.ID)
+}
+
+// markSeq records seq in a newest-plus-32-prior bitfield.
+func markSeq(have *bool, newest, prior *uint32, seq uint32) {
+	if !*have {
+		*have, *newest, *prior = true, seq, 0
+		return
+	}
+	switch d := seq - *newest; {
+	case d == 0:
+	case island.SeqNewer(seq, *newest):
+		if d >= 33 {
+			*prior = 0
+		} else {
+			*prior = *prior<<d | 1<<(d-1)
+		}
+		*newest = seq
+	default:
+		if back := *newest - seq; back <= 32 {
+			*prior |= 1 << (back - 1)
+		}
+	}
+}
+
+// push runs one fragment through assembly, validation and commit; on a
+// commit it returns the assembled frame and the validated one.
+func (r *Receiver) push(now int64, frag *codec.Fragment) (*assembler.Frame, *validator.Validated) {
+	o, f := r.asm.Push(now, frag)
+	if o != assembler.Completed {
+		return nil, nil
+	}
+	reason, vf := r.val.Validate(f)
+	if reason != validator.OK {
+		return nil, nil
+	}
+	if res := r.st.Commit(now, vf); res != store.Committed {
+		return nil, nil
+	}
+	r.stats.FramesCommitted++
+	r.noteAck(vf.Key())
+	// The playout clock follows the authority's timeline, never an island's
+	// ownership epoch: a hand-off of one island must not restart every
+	// island's playout.
+	r.clock.Observe(now, r.timelines, vf.Time())
+	return f, vf
+}
+
+// windows applies window advances: each island's window moves to the new
+// generation keeping the anchor; an anchor not held asks for a keyframe.
+func (r *Receiver) windows(m codec.Windows) {
+	for _, e := range m.Entries {
+		s := r.v2[e.Island]
+		if s == nil {
+			continue
+		}
+		before := s.win.Gen()
+		if _, err := s.win.Commit(baseline.Control{Gen: e.Gen, Keep: []uint32{e.Keep}}); err != nil {
+			r.requestKey(e.Island)
+			continue
+		}
+		if s.win.Gen() != before {
+			r.stats.V2.Windows++
+			s.have, s.newest, s.prior = true, e.Keep, 0
+		}
+	}
+}
+
+// Feedback appends to b the control messages the receiver has for the
+// authority now, encoded: Held (wire v2 baselines, every island that holds
+// one), Keyframes (islands that need one, once), and Ack (frames committed).
+// Send it on the control stream every 50–100 ms.
+func (r *Receiver) Feedback(b []byte) []byte {
+	r.held.Entries = r.held.Entries[:0]
+	for _, id := range r.known {
+		if s := r.v2[id]; s != nil && s.have {
+			r.held.Entries = append(r.held.Entries, codec.HeldEntry{Island: id, Window: s.win.Gen(), Newest: s.newest, Prior: s.prior})
+		}
+	}
+	if len(r.held.Entries) > 0 {
+		b = r.held.Append(b)
+	}
+	if len(r.keyReq) > 0 {
+		b = codec.Keyframes{Islands: r.keyReq}.Append(b)
+		r.keyReq = r.keyReq[:0]
+	}
+	r.ack = r.Ack(r.ack)
+	if len(r.ack.Entries) > 0 {
+		b = r.ack.Append(b)
+	}
+	return b
+}
