@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 )
@@ -34,14 +35,29 @@ type Adversary struct {
 	recent  [][]byte
 	stats   AdversaryStats
 	forged  island.Frame
+
+	// wire v2
+	dec2    *codec.V2Decoder
+	enc2    *codec.V2Encoder
+	keys    map[uint32]codec.V2Frame // newest key record seen per island, for forgeries
+	recent2 []recentV2
+}
+
+// recentV2 is a recent v2 datagram and the islands it carries records of.
+type recentV2 struct {
+	dg      []byte
+	islands []uint32
 }
 
 // NewAdversary injects with probability rate per observed datagram.
 func NewAdversary(seed uint64, rate float64) *Adversary {
 	dec, _ := codec.NewDecoder(codec.Config{})
 	enc, _ := codec.NewEncoder(codec.Config{})
+	dec2, _ := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
+	enc2, _ := codec.NewV2Encoder(codec.Config{})
 	return &Adversary{r: rand.New(rand.NewPCG(seed, 0xbad)), rate: rate, dec: dec, enc: enc,
-		latest: map[uint32]island.Key{}, old: map[uint32][][]byte{}, oldKind: map[uint32]int{}}
+		latest: map[uint32]island.Key{}, old: map[uint32][][]byte{}, oldKind: map[uint32]int{},
+		dec2: dec2, enc2: enc2, keys: map[uint32]codec.V2Frame{}}
 }
 
 // Stats returns what was injected.
@@ -50,6 +66,9 @@ func (a *Adversary) Stats() AdversaryStats { return a.stats }
 // Observe looks at one legitimate datagram and returns hostile datagrams to
 // inject now (possibly none).
 func (a *Adversary) Observe(dg []byte) [][]byte {
+	if v, err := codec.DatagramVersion(dg); err == nil && v == codec.VersionV2 {
+		return a.observeV2(dg)
+	}
 	frags, err := a.dec.Decode(dg)
 	if err != nil || len(frags) == 0 {
 		return nil
@@ -135,4 +154,92 @@ func (a *Adversary) spoof(h codec.FragmentHeader, f codec.Fragment) []byte {
 		return nil
 	}
 	return bytes.Clone(a.enc.Datagrams()[0])
+}
+
+// observeV2 is Observe for wire-2 datagrams: replays of datagrams of an
+// island's previous epoch or topology, key records forged from a spoofed
+// sender with a correct digest, and copies with one byte changed.
+func (a *Adversary) observeV2(dg []byte) [][]byte {
+	h, recs, err := a.dec2.Decode(dg)
+	if err != nil {
+		return nil
+	}
+	var islands []uint32
+	for i := range recs {
+		r := &recs[i]
+		islands = append(islands, r.Island)
+		if r.Kind != codec.KindKey {
+			continue
+		}
+		k := island.Key{Island: r.Island, Epoch: r.Epoch, Topology: r.Topology, Config: r.Config, Seq: h.Seq}
+		if prev, ok := a.latest[r.Island]; ok && (prev.Epoch != k.Epoch || prev.Topology != k.Topology) {
+			kind := 1
+			if prev.Epoch != k.Epoch {
+				kind = 0
+			}
+			var ammo [][]byte
+			for _, rd := range a.recent2 {
+				for _, id := range rd.islands {
+					if id == r.Island {
+						ammo = append(ammo, rd.dg)
+						break
+					}
+				}
+			}
+			a.old[r.Island], a.oldKind[r.Island] = ammo, kind
+		}
+		a.latest[r.Island] = k
+		if r.Fragments == 1 {
+			a.keys[r.Island] = codec.V2Frame{Sender: r.Sender, Key: k, Segment: r.Segment, Class: r.Class,
+				Members: r.ExpandKey(nil, h.Time)}
+		}
+	}
+	a.recent2 = append(a.recent2, recentV2{dg: bytes.Clone(dg), islands: islands})
+	if len(a.recent2) > 256 {
+		a.recent2 = a.recent2[1:]
+	}
+	if a.r.Float64() >= a.rate || len(islands) == 0 {
+		return nil
+	}
+	target := islands[a.r.IntN(len(islands))]
+	switch a.r.IntN(4) {
+	case 0, 1:
+		if old := a.old[target]; len(old) > 0 {
+			if a.oldKind[target] == 0 {
+				a.stats.OldEpoch++
+			} else {
+				a.stats.StaleTopology++
+			}
+			return [][]byte{old[a.r.IntN(len(old))]}
+		}
+		fallthrough
+	case 2:
+		f, ok := a.keys[target]
+		if !ok {
+			return nil
+		}
+		f.Sender += 1000
+		f.Key.Seq = h.Seq
+		f.Members = append([]baseline.Entry(nil), f.Members...)
+		for i := range f.Members {
+			f.Members[i].Q.X += 2560 // 5 m at 2^-9 m
+		}
+		a.enc2.Begin(h.Seq, h.Time)
+		if err := a.enc2.AddKey(&f, 0); err != nil {
+			return nil
+		}
+		a.stats.Spoofed++
+		var out [][]byte
+		for _, d := range a.enc2.Datagrams() {
+			out = append(out, bytes.Clone(d))
+		}
+		return out
+	default:
+		c := bytes.Clone(dg)
+		if len(c) > codec.V2HeaderSize+2 {
+			c[codec.V2HeaderSize+2+a.r.IntN(len(c)-codec.V2HeaderSize-2)] ^= 0x01
+		}
+		a.stats.Conflicting++
+		return [][]byte{c}
+	}
 }

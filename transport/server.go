@@ -61,6 +61,8 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// Metrics, if set, is updated as the server runs.
 	Metrics *Metrics
+	// Wire is the datagram format (see broadcast.Config.Wire). Zero means 2.
+	Wire int
 }
 
 func (c *ServerConfig) defaults() error {
@@ -144,7 +146,7 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 	if cfg.Timeline == 0 {
 		cfg.Timeline = randomTimeline()
 	}
-	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers})
+	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire})
 	if err != nil {
 		return nil, err
 	}

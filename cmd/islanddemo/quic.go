@@ -54,7 +54,7 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	var mu sync.Mutex
 	src := &measuredSource{Authority: auth, mu: &mu}
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: "127.0.0.1:0", TLS: transport.ServerTLS(cert),
-		Logger: quiet, StepRate: scenario.StepHz})
+		Logger: quiet, StepRate: scenario.StepHz, Wire: opt.Wire})
 	if err != nil {
 		return scenarioReport{}, series{}, err
 	}
@@ -72,6 +72,7 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	world := auth.Worlds()[0]
 	pipe := newPipeline(world, w.Receiver())
 	m := newMeasure(world, pipe, nil)
+	m.wire = opt.Wire // on wire 2 the server's datagrams are not seen here: no fragment count
 	src.m = m
 
 	sctx, stopServer := context.WithCancel(context.Background())

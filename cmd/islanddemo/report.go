@@ -77,8 +77,12 @@ func printTable(w io.Writer, r *report) {
 		im.Loss*100, im.BurstIn*100, im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(w, "== %s: %s — %s\n", s.Name, s.About, s.Verdict)
-		fmt.Fprintf(w, "   sent %d frames in %d datagrams (%d KiB, %.1f kB/s, up to %d fragments/frame); committed %d frames\n",
-			s.FramesSent, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, s.MaxFragmentsFrame, s.FramesCommitted)
+		frags := ""
+		if s.MaxFragmentsFrame > 0 {
+			frags = fmt.Sprintf(", up to %d fragments/frame", s.MaxFragmentsFrame)
+		}
+		fmt.Fprintf(w, "   sent %d frames in %d datagrams (%d KiB, %.1f kB/s%s); committed %d frames\n",
+			s.FramesSent, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, frags, s.FramesCommitted)
 		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected\n", s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected)
 		fmt.Fprintf(w, "   %-22s %12s %16s %16s\n", "receiver", "half-frames", "max joint err m", "p99 joint err m")
 		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "pipeline (atomic)", s.Pipeline.HalfFramesApplied, s.Pipeline.MaxJointError, s.Pipeline.P99JointError)

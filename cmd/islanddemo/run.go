@@ -40,8 +40,10 @@ type measure struct {
 	pipe                *pipeline
 	nv                  *naive // nil when there is no naive receiver (QUIC)
 	perFragment         int
-	floor               []float64 // joint error of every sampled frame's joints
-	floorTick           float64   // max joint error of the frames sampled at the last broadcast
+	wire                int
+	dec2                *codec.V2Decoder // reads the fragment counts of wire-2 datagrams sent
+	floor               []float64        // joint error of every sampled frame's joints
+	floorTick           float64          // max joint error of the frames sampled at the last broadcast
 	framesSent          uint64
 	maxFragments        int
 	ser                 series
@@ -52,7 +54,8 @@ type measure struct {
 
 func newMeasure(w *physics.World, pipe *pipeline, nv *naive) *measure {
 	c, _ := codec.Config{}.WithDefaults()
-	return &measure{world: w, pipe: pipe, nv: nv, perFragment: c.MembersPerFragment()}
+	dec2, _ := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
+	return &measure{world: w, pipe: pipe, nv: nv, perFragment: c.MembersPerFragment(), dec2: dec2}
 }
 
 // sampled records the server's joint error on frames it just sampled.
@@ -62,10 +65,25 @@ func (m *measure) sampled(frames []*island.Frame) {
 	}
 	for _, f := range frames {
 		m.framesSent++
-		m.maxFragments = max(m.maxFragments, (len(f.Members)+m.perFragment-1)/m.perFragment)
+		if m.wire == 1 {
+			m.maxFragments = max(m.maxFragments, (len(f.Members)+m.perFragment-1)/m.perFragment)
+		}
 		for _, e := range jointErrors(m.world, f.Key.Island) {
 			m.floor = append(m.floor, e)
 			m.floorTick = max(m.floorTick, e)
+		}
+	}
+}
+
+// sent records how many fragments the frames of a wire-2 datagram needed
+// (wire 1 derives it from the frame sizes).
+func (m *measure) sent(dg []byte) {
+	if m.wire != 2 {
+		return
+	}
+	if _, recs, err := m.dec2.Decode(dg); err == nil {
+		for _, r := range recs {
+			m.maxFragments = max(m.maxFragments, r.Fragments)
 		}
 	}
 }
@@ -157,6 +175,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 	pipe := newPipeline(world, rx)
 	nv := newNaive(world)
 	m := newMeasure(world, pipe, nv)
+	m.wire = opt.Wire
 
 	// The control stream is reliable and ordered: every run of bytes
 	// arrives after the one-way delay, in order.
@@ -190,6 +209,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 			}
 			m.sampled(frames)
 			for _, dg := range dgs {
+				m.sent(dg.Bytes)
 				link.Send(now, dg.Bytes)
 				if adv != nil {
 					for _, h := range adv.Observe(dg.Bytes) {
