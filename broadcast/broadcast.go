@@ -138,6 +138,9 @@ type Stats struct {
 	Datagrams     uint64 // datagrams encoded
 	Bytes         uint64 // datagram bytes encoded
 	ControlBytes  uint64 // control bytes queued, summed over observers
+	// V2 says where wire-2 datagram bytes went (headers, indices,
+	// positions, angles, velocities), summed over every encoder.
+	V2 codec.V2Bytes
 }
 
 // New returns a broadcaster with nothing live and no observer.
@@ -527,7 +530,23 @@ func (b *Broadcaster) Take(id ObserverID, ctl []byte, dgs []Datagram) ([]byte, [
 }
 
 // Stats returns the counters.
-func (b *Broadcaster) Stats() Stats { return b.stats }
+func (b *Broadcaster) Stats() Stats {
+	st := b.stats
+	for _, e := range b.enc2 {
+		x := e.Bytes()
+		v := &st.V2
+		v.Datagrams += x.Datagrams
+		v.Total += x.Total
+		v.Headers += x.Headers
+		v.Records += x.Records
+		v.Digests += x.Digests
+		v.Indices += x.Indices
+		v.Position += x.Position
+		v.Angle += x.Angle
+		v.Velocity += x.Velocity
+	}
+	return st
+}
 
 // Live calls the functions for every live identity, lease and manifest
 // (nil functions are skipped), islands in ascending order.

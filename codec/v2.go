@@ -131,6 +131,10 @@ func saturate(neg bool) int64 {
 	return 1 << 53
 }
 
+// fieldCategory maps a field's wire position to its V2Bytes category:
+// position, position, angle, velocity ×3 (indices are 0).
+var fieldCategory = [6]int{1, 1, 2, 3, 3, 3}
+
 // fields lists a quantized state's six fields in wire order.
 func fields(s *quant.State) [6]*int64 {
 	return [6]*int64{&s.X, &s.Y, &s.Angle, &s.VX, &s.VY, &s.AngVel}
@@ -141,6 +145,19 @@ func appendS(b []byte, v int64) []byte  { return binary.AppendVarint(b, v) }
 
 // uvarintLen is the canonical length of v as a uvarint.
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// V2Bytes says where an encoder's bytes went, cumulatively.
+type V2Bytes struct {
+	Datagrams int64 // datagrams produced
+	Total     int64 // every byte
+	Headers   int64 // datagram headers (17 bytes each)
+	Records   int64 // record heads, islands, keys, windows, lags, counts, fragment fields
+	Digests   int64 // frame digests
+	Indices   int64 // changed-member bitmaps, field masks and member identities
+	Position  int64 // x and y values or residuals
+	Angle     int64 // angle values or residuals
+	Velocity  int64 // velocity and angular velocity values or residuals
+}
 
 // V2Encoder builds v2 datagrams for one observer: one broadcast's frames,
 // each as a keyframe, a delta against the observer's acknowledged baseline,
@@ -168,7 +185,10 @@ type V2Encoder struct {
 	members []int // end offsets of each member's encoding in scratch
 	raw     []byte
 	spans   []span
-	run     struct {
+	bytes   V2Bytes
+	// per-field sizes of the frame being built, added to bytes once placed
+	fieldBytes [4]int64 // indices, position, angle, velocity
+	run        struct {
 		open          bool
 		first, count  uint32
 		window, lag   uint32
@@ -177,6 +197,12 @@ type V2Encoder struct {
 		startDatagram int
 	}
 }
+
+// Bytes returns where the encoder's bytes went since it was made.
+func (e *V2Encoder) Bytes() V2Bytes { return e.bytes }
+
+// count adds the encoded size of a field to its category.
+func (e *V2Encoder) count(cat int, n int) { e.fieldBytes[cat] += int64(n) }
 
 // NewV2Encoder returns an encoder with cfg's caps.
 func NewV2Encoder(cfg Config) (*V2Encoder, error) {
@@ -201,6 +227,9 @@ func (e *V2Encoder) open() {
 		return
 	}
 	e.cur = len(e.buf)
+	e.bytes.Datagrams++
+	e.bytes.Headers += V2HeaderSize
+	e.bytes.Total += V2HeaderSize
 	e.buf = append(e.buf, Magic...)
 	e.buf = append(e.buf, VersionV2)
 	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.seq)
@@ -241,10 +270,13 @@ func (e *V2Encoder) place(head byte, isl uint32, body []byte, window, lag uint32
 		}
 		e.ref.ok, e.ref.window, e.ref.lag = true, window, lag
 	}
+	n0 := len(e.buf)
 	e.buf = append(e.buf, head)
 	e.buf = appendU(e.buf, uint64(isl-e.lastIsl))
 	e.buf = append(e.buf, body...)
 	e.lastIsl = isl
+	e.bytes.Total += int64(len(e.buf) - n0)
+	e.bytes.Records += int64(len(e.buf) - n0) // the caller moves what was not a header elsewhere
 }
 
 // Datagrams closes the open datagram and returns every datagram of this
@@ -281,12 +313,17 @@ func (e *V2Encoder) AddKey(f *V2Frame, window uint32) error {
 	// Frame-level fields, then each member: identity, six values.
 	e.scratch = e.scratch[:0]
 	e.members = e.members[:0]
+	e.fieldBytes = [4]int64{}
 	for i := range f.Members {
 		m := &f.Members[i]
+		n := len(e.scratch)
 		e.scratch = appendU(e.scratch, m.ID.Stable)
 		e.scratch = appendU(e.scratch, uint64(m.ID.Generation))
-		for _, v := range fields(&m.Q) {
+		e.count(0, len(e.scratch)-n)
+		for k, v := range fields(&m.Q) {
+			n = len(e.scratch)
 			e.scratch = appendS(e.scratch, *v)
+			e.count(fieldCategory[k], len(e.scratch)-n)
 		}
 		e.members = append(e.members, len(e.scratch))
 	}
@@ -318,6 +355,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 	unchanged := true
 	e.scratch = e.scratch[:0]
 	e.members = e.members[:0]
+	e.fieldBytes = [4]int64{}
 	for i := range f.Members {
 		m := &f.Members[i]
 		b := &ref.Base.Entries[i]
@@ -335,9 +373,12 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 		if mask != 0 {
 			unchanged = false
 			e.scratch = append(e.scratch, mask)
+			e.count(0, 1)
 			for k, v := range fields(&d) {
 				if mask&(1<<k) != 0 {
+					n := len(e.scratch)
 					e.scratch = appendS(e.scratch, *v)
+					e.count(fieldCategory[k], len(e.scratch)-n)
 				}
 			}
 		}
@@ -440,6 +481,8 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		body = e.appendMembers(body, h, 0, n)
 		e.rec = body
 		e.place(h, f.Key.Island, body, window, lag, refLen)
+		e.account(4, bitmapLen(h, n))
+		e.moveFields()
 		return nil
 	}
 	// Fragments: greedy member ranges, sized for an empty datagram.
@@ -474,10 +517,31 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		body = e.appendMembers(body, h, spans[i].first, spans[i].n)
 		e.rec = body
 		e.place(h|headFragment, f.Key.Island, body, window, lag, refLen)
+		e.account(8, bitmapLen(h, spans[i].n))
 		e.close() // fragments of a big frame each fill their own datagram
 	}
 	e.spans = spans
+	e.moveFields()
 	return nil
+}
+
+// account moves a placed record's digest and bitmap bytes out of Records.
+func (e *V2Encoder) account(digest, bitmap int) {
+	e.bytes.Records -= int64(digest + bitmap)
+	e.bytes.Digests += int64(digest)
+	e.bytes.Indices += int64(bitmap)
+}
+
+// moveFields moves a placed frame's member bytes out of Records into their
+// categories.
+func (e *V2Encoder) moveFields() {
+	f := &e.fieldBytes
+	e.bytes.Records -= f[0] + f[1] + f[2] + f[3]
+	e.bytes.Indices += f[0]
+	e.bytes.Position += f[1]
+	e.bytes.Angle += f[2]
+	e.bytes.Velocity += f[3]
+	*f = [4]int64{}
 }
 
 // span is one fragment's member range.

@@ -163,6 +163,24 @@ func (w *World) AddBody(mass, width, height float64, pos cp.Vector, angle float6
 	return id
 }
 
+// AddKinematic adds a kinematic box of the given size at pos: the scene
+// moves it (SetVelocity), bodies collide with it, and it joins no island (it
+// is not replicated).
+func (w *World) AddKinematic(width, height float64, pos cp.Vector) *cp.Body {
+	b := cp.NewKinematicBody()
+	b.SetPosition(pos)
+	w.Space.AddBody(b)
+	sh := w.Space.AddShape(cp.NewBox(b, width, height, 0))
+	sh.SetFriction(0.7)
+	return b
+}
+
+// EnableSleep lets bodies at rest for idle seconds fall asleep: a sleeping
+// body's state does not change, so replicating it costs (almost) nothing.
+func (w *World) EnableSleep(idle float64) {
+	w.Space.SleepTimeThreshold = idle
+}
+
 // AddGround adds a static segment from a to b for bodies to land on.
 func (w *World) AddGround(a, b cp.Vector) {
 	sh := w.Space.AddShape(cp.NewSegment(w.Space.StaticBody, a, b, 0.1))

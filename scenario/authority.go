@@ -186,7 +186,7 @@ func Pick(names string) ([]Scenario, error) {
 	var out []Scenario
 	for _, n := range strings.Split(names, ",") {
 		found := false
-		for _, s := range All {
+		for _, s := range append(All[:len(All):len(All)], Extra...) {
 			if s.Name == strings.TrimSpace(n) {
 				out = append(out, s)
 				found = true

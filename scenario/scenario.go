@@ -39,6 +39,35 @@ var All = []Scenario{
 	{"teleport", "a 30-link chain on the floor respawned 12 m away at 2 s: continuity segment", buildTeleport},
 }
 
+// Extra lists scenarios Pick knows but the demo does not run by default.
+var Extra = []Scenario{
+	{"boxes", "900 loose boxes in stacks of three and a kinematic pusher sweeping through them, sleeping on", buildBoxes},
+}
+
+// buildBoxes is a Fiedler-style scene: 300 stacks of three 0.5 m boxes on a
+// floor, 1 m apart, each box its own island, and a kinematic pusher that
+// travels along above them at 3 m/s and every two seconds dips to knock the
+// top off the stack below it. Bodies at rest fall asleep, so at any moment
+// most boxes sleep and a few tumble.
+func buildBoxes(w *physics.World) *script {
+	w.EnableSleep(0.5)
+	w.AddGround(cp.Vector{X: -10, Y: 0}, cp.Vector{X: 460, Y: 0})
+	for s := 0; s < 300; s++ {
+		x := float64(s) * 1.5
+		for k := 0; k < 3; k++ {
+			w.AddBody(1, 0.5, 0.5, cp.Vector{X: x, Y: 0.25 + float64(k)*0.5}, 0, true)
+		}
+	}
+	pusher := w.AddKinematic(0.6, 0.4, cp.Vector{X: -1, Y: 2.4})
+	s := &script{}
+	for step := int64(1); step < 60*150; step += 120 { // 150 s: one pass over the field
+		s.at(step, func(*physics.World, *stage) { pusher.SetVelocity(3, -4) })   // dip 0.8 m in 0.2 s
+		s.at(step+12, func(*physics.World, *stage) { pusher.SetVelocity(3, 4) }) // and back up
+		s.at(step+24, func(*physics.World, *stage) { pusher.SetVelocity(3, 0) })
+	}
+	return s
+}
+
 // plankBridge hangs n planks between two static anchors on a V-shaped path
 // whose ends are exactly where the anchors are, so the bridge starts
 // consistent and then swings and settles under gravity.

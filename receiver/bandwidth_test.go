@@ -1,0 +1,129 @@
+package receiver
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/scenario"
+)
+
+// lagLoop is an authority, a wire-2 broadcaster and one receiver with no
+// loss, whose feedback reaches the broadcaster lag snapshots late: the
+// baseline of each delta is about lag snapshots behind.
+type lagLoop struct {
+	*loop
+	lag     int
+	pending [][]byte // feedback per snapshot not yet delivered
+	snaps   int
+	bodies  int // bodies in the frames of measured snapshots
+	bytes   int64
+	frames  uint64
+}
+
+func newLagLoop(b testing.TB, scene string, hz, lag int) *lagLoop {
+	scs, err := scenario.Pick(scene)
+	if err != nil {
+		b.Fatal(err)
+	}
+	auth, err := scenario.NewAuthority(scs, hz)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bc, _ := broadcast.New(broadcast.Config{SendPeriod: auth.Period()})
+	rx, _ := New(Config{})
+	l := &lagLoop{loop: &loop{t: b, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: lag}
+	_ = bc.Join(1, 0)
+	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	return l
+}
+
+// snapshot steps the world until one broadcast went out, delivers it, and
+// returns how many bodies it carried and how many datagram bytes it took.
+func (l *lagLoop) snapshot() (bodies int, bytes int64) {
+	for {
+		l.now += 1_000_000 / scenario.StepHz
+		msgs, frames := l.auth.Step()
+		for _, m := range msgs {
+			_ = l.bc.Apply(m)
+		}
+		if len(frames) > 0 && len(l.pending) >= l.lag {
+			// The feedback sent lag snapshots ago arrives just now.
+			l.deliver(l.pending[0], func(m codec.Message) { _ = l.bc.Feedback(1, m) })
+			l.pending = l.pending[1:]
+		}
+		l.bc.Frames(frames)
+		l.ctl, l.dgs = l.bc.Take(1, l.ctl[:0], l.dgs[:0])
+		l.deliver(l.ctl, func(m codec.Message) { _ = l.rx.Control(l.now, m) })
+		for _, d := range l.dgs {
+			bytes += int64(len(d.Bytes))
+			l.rx.Datagram(l.now, d.Bytes)
+		}
+		l.rx.Render(l.now)
+		if len(frames) == 0 {
+			continue
+		}
+		for _, f := range frames {
+			bodies += len(f.Members)
+		}
+		l.frames += uint64(len(frames))
+		l.pending = append(l.pending, l.rx.Feedback(nil))
+		return bodies, bytes
+	}
+}
+
+// BenchmarkBandwidth measures wire 2's bits per body per snapshot, counting
+// every datagram byte, on the Fiedler-style boxes scene (900 loose boxes,
+// a pusher knocking stacks over, sleeping on), the 160-link chain and the
+// ragdolls, at 20 and 60 Hz, with acknowledgements arriving 1, 2 and 6
+// snapshots late (the baseline that far behind), velocities included. It
+// reports where the bits go, and fails if the receiver did not restore and
+// commit every frame (digests checked) or ever lacked a baseline.
+func BenchmarkBandwidth(b *testing.B) {
+	for _, scene := range []string{"boxes", "chain", "ragdolls"} {
+		for _, hz := range []int{20, 60} {
+			for _, lag := range []int{1, 2, 6} {
+				name := fmt.Sprintf("scene=%s/hz=%d/lag=%dms", scene, hz, (lag*1000+hz/2)/hz)
+				b.Run(name, func(b *testing.B) {
+					l := newLagLoop(b, scene, hz, lag)
+					for range 5 * hz { // 5 s: things settle, baselines flow
+						l.snapshot()
+					}
+					before := l.bc.Stats()
+					e0 := encoderBytes(l.bc)
+					committed := l.rx.Stats().FramesCommitted
+					sent := l.frames
+					var bodies int
+					var bytes int64
+					b.ReportAllocs()
+					b.ResetTimer()
+					for b.Loop() {
+						n, by := l.snapshot()
+						bodies += n
+						bytes += by
+					}
+					b.StopTimer()
+					st := l.rx.Stats()
+					if got, want := st.FramesCommitted-committed, l.frames-sent; got != want {
+						b.Fatalf("committed %d of %d frames", got, want)
+					}
+					if st.V2.NoBaseline != 0 || st.V2.Digest != 0 {
+						b.Fatalf("v2 stats %+v", st.V2)
+					}
+					_ = before
+					e := encoderBytes(l.bc)
+					per := func(v int64) float64 { return float64(8*v) / float64(bodies) }
+					b.ReportMetric(per(bytes), "bits/body")
+					b.ReportMetric(per(e.Headers-e0.Headers+e.Records-e0.Records+e.Digests-e0.Digests), "hdr-bits/body")
+					b.ReportMetric(per(e.Indices-e0.Indices), "index-bits/body")
+					b.ReportMetric(per(e.Position-e0.Position), "pos-bits/body")
+					b.ReportMetric(per(e.Angle-e0.Angle), "angle-bits/body")
+					b.ReportMetric(per(e.Velocity-e0.Velocity), "vel-bits/body")
+				})
+			}
+		}
+	}
+}
+
+func encoderBytes(bc *broadcast.Broadcaster) codec.V2Bytes { return bc.Stats().V2 }
