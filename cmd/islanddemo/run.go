@@ -10,6 +10,7 @@ import (
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/netsim"
 	"github.com/islandsync/islandsync/physics"
+	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/receiver"
 	"github.com/islandsync/islandsync/scenario"
 	"github.com/islandsync/islandsync/store"
@@ -42,8 +43,9 @@ type measure struct {
 	perFragment         int
 	wire                int
 	dec2                *codec.V2Decoder // reads the fragment counts of wire-2 datagrams sent
-	floor               []float64        // joint error of every sampled frame's joints
-	floorTick           float64          // max joint error of the frames sampled at the last broadcast
+	poses               map[island.MemberID][3]float64
+	floor               []float64 // joint error of every sampled frame's joints
+	floorTick           float64   // max joint error of the frames sampled at the last broadcast
 	framesSent          uint64
 	maxFragments        int
 	ser                 series
@@ -55,7 +57,8 @@ type measure struct {
 func newMeasure(w *physics.World, pipe *pipeline, nv *naive) *measure {
 	c, _ := codec.Config{}.WithDefaults()
 	dec2, _ := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
-	return &measure{world: w, pipe: pipe, nv: nv, perFragment: c.MembersPerFragment(), dec2: dec2}
+	return &measure{world: w, pipe: pipe, nv: nv, perFragment: c.MembersPerFragment(), dec2: dec2,
+		poses: map[island.MemberID][3]float64{}}
 }
 
 // sampled records the server's joint error on frames it just sampled.
@@ -68,11 +71,46 @@ func (m *measure) sampled(frames []*island.Frame) {
 		if m.wire == 1 {
 			m.maxFragments = max(m.maxFragments, (len(f.Members)+m.perFragment-1)/m.perFragment)
 		}
-		for _, e := range jointErrors(m.world, f.Key.Island) {
+		for _, e := range m.jointErrors(f) {
 			m.floor = append(m.floor, e)
 			m.floorTick = max(m.floorTick, e)
 		}
 	}
+}
+
+// jointErrors returns the server's own joint errors on frame f as the
+// observer decodes it: the sampled floats on wire 1, the quantized states
+// restored on wire 2, so that quantization error shows in the floor. Every
+// frame is sampled at this very step, so the world's joints are the frame's.
+func (m *measure) jointErrors(f *island.Frame) []float64 {
+	is := m.world.Island(f.Key.Island)
+	if is == nil {
+		return nil
+	}
+	p := broadcast.DefaultClass(f.Key.Island, len(f.Members)).Precision()
+	clear(m.poses)
+	for _, mb := range f.Members {
+		s := mb.State
+		if m.wire == 2 {
+			q, err := quant.Quantize(s, p)
+			if err != nil {
+				return nil
+			}
+			s = q.State(p)
+		}
+		m.poses[mb.ID] = [3]float64{s.X, s.Y, s.Angle}
+	}
+	src := func(id island.MemberID) (float64, float64, float64, bool) {
+		ps, ok := m.poses[id]
+		return ps[0], ps[1], ps[2], ok
+	}
+	var out []float64
+	for _, j := range is.Joints {
+		if e, ok := physics.JointError(&j.Spec, src); ok {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // sent records how many fragments the frames of a wire-2 datagram needed
@@ -273,31 +311,6 @@ func verdict(committed uint64, halfFrames int) string {
 		return "fail"
 	}
 	return "pass"
-}
-
-// jointErrors returns the server's own joint errors of an island as it was
-// just sampled: every frame is sampled at this very step, so the world's
-// bodies hold exactly the sampled poses.
-func jointErrors(w *physics.World, islandID uint32) []float64 {
-	is := w.Island(islandID)
-	if is == nil {
-		return nil
-	}
-	src := func(id island.MemberID) (float64, float64, float64, bool) {
-		b := w.Body(id)
-		if b == nil {
-			return 0, 0, 0, false
-		}
-		p := b.B.Position()
-		return p.X, p.Y, b.B.Angle(), true
-	}
-	var out []float64
-	for _, j := range is.Joints {
-		if e, ok := physics.JointError(&j.Spec, src); ok {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // rejects gathers every nonzero reject counter of the pipeline, by stage.
