@@ -82,10 +82,15 @@ type V2Ref struct {
 // velocities (rounded to the nearest quantum, ties away from zero, in exact
 // integer arithmetic), velocities stay.
 func predict(b quant.State, dt int64, p quant.Precision) quant.State {
-	b.X += advance(b.VX, dt, int(p.Pos)-int(p.Vel))
-	b.Y += advance(b.VY, dt, int(p.Pos)-int(p.Vel))
-	b.Angle += advance(b.AngVel, dt, int(p.Angle)-int(p.AngVel))
+	predictInto(&b, dt, int(p.Pos)-int(p.Vel), int(p.Angle)-int(p.AngVel))
 	return b
+}
+
+// predictInto is predict in place, with the precision's shifts worked out.
+func predictInto(q *quant.State, dt int64, posShift, angleShift int) {
+	q.X += advance(q.VX, dt, posShift)
+	q.Y += advance(q.VY, dt, posShift)
+	q.Angle += advance(q.AngVel, dt, angleShift)
 }
 
 // advance returns round(v · dt · 2^shift / 10^6) for a velocity v in its
@@ -94,6 +99,15 @@ func predict(b quant.State, dt int64, p quant.Precision) quant.State {
 func advance(v, dt int64, shift int) int64 {
 	if v == 0 || dt == 0 {
 		return 0
+	}
+	// The common case in plain int64: |v·dt| < 2^56 leaves room for a shift
+	// of up to 6 without overflow; the result is the same as the long path.
+	if v > -1<<28 && v < 1<<28 && dt > -1<<28 && dt < 1<<28 && shift >= 0 && shift <= 6 {
+		p := v * dt << uint(shift)
+		if p >= 0 {
+			return (p + 500_000) / 1_000_000
+		}
+		return -((-p + 500_000) / 1_000_000)
 	}
 	neg := (v < 0) != (dt < 0)
 	hi, lo := bits.Mul64(abs64(v), abs64(dt))

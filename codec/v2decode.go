@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/island"
@@ -385,27 +386,70 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 		return dst[:0], fail(ErrMalformed, -1, "delta member count")
 	}
 	pr := base.Frame.Class.Precision()
+	ps, as := int(pr.Pos)-int(pr.Vel), int(pr.Angle)-int(pr.AngVel)
 	dt := int64(t - base.Frame.Time)
-	p := v2Parser{b: r.members}
-	bm := r.members[:(r.N+7)/8]
-	p.off = len(bm)
-	dst = dst[:0]
-	for i := range r.N {
-		b := &base.Entries[r.First+i]
-		e := baseline.Entry{ID: b.ID, Record: baseline.Record{Q: predict(b.Q, dt, pr), Time: t, Segment: b.Segment}}
-		if bm[i/8]&(1<<(i%8)) != 0 {
-			mask := p.b[p.off]
-			p.off++
-			for k, f := range fields(&e.Q) {
-				if mask&(1<<k) != 0 {
-					v, _ := p.varint("")
-					*f += v
-				}
+	m := r.members
+	bm := m[:(r.N+7)/8]
+	off := len(bm)
+	src := base.Entries[r.First : r.First+r.N]
+	dst = slices.Grow(dst[:0], r.N)[:r.N]
+	for i := range src {
+		b, e := &src[i], &dst[i]
+		e.ID, e.Q, e.Time, e.Segment = b.ID, b.Q, t, b.Segment
+		predictInto(&e.Q, dt, ps, as)
+		if bm[i>>3]&(1<<(i&7)) != 0 {
+			mask := m[off]
+			off++
+			q := &e.Q
+			var v int64
+			if mask&1 != 0 {
+				v, off = fastVarint(m, off)
+				q.X += v
+			}
+			if mask&2 != 0 {
+				v, off = fastVarint(m, off)
+				q.Y += v
+			}
+			if mask&4 != 0 {
+				v, off = fastVarint(m, off)
+				q.Angle += v
+			}
+			if mask&8 != 0 {
+				v, off = fastVarint(m, off)
+				q.VX += v
+			}
+			if mask&16 != 0 {
+				v, off = fastVarint(m, off)
+				q.VY += v
+			}
+			if mask&32 != 0 {
+				v, off = fastVarint(m, off)
+				q.AngVel += v
 			}
 		}
-		dst = append(dst, e)
 	}
 	return dst, nil
+}
+
+// fastVarint reads a zigzag varint at b[off:] that Decode already checked
+// (present, minimal, at most 10 bytes) and returns it with the next offset.
+func fastVarint(b []byte, off int) (int64, int) {
+	var u uint64
+	var s uint
+	for {
+		c := b[off]
+		off++
+		u |= uint64(c&0x7f) << s
+		if c < 0x80 {
+			break
+		}
+		s += 7
+	}
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
+	return v, off
 }
 
 // Predict appends to dst, reused, the members of base carried to time t by

@@ -86,11 +86,14 @@ var (
 // float64 and back exactly.
 const limit = 1 << 53
 
+// pow2 returns 2^bits exactly (bits ≤ 62).
+func pow2(bits uint8) float64 { return float64(int64(1) << bits) }
+
 func q(v float64, bits uint8) (int64, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, ErrNonFinite
 	}
-	r := math.Round(math.Ldexp(v, int(bits)))
+	r := math.Round(v * pow2(bits)) // scaling by a power of two is exact
 	if r >= limit || r <= -limit {
 		return 0, ErrRange
 	}
@@ -117,13 +120,16 @@ func Quantize(s island.State, p Precision) (State, error) {
 	return out, nil
 }
 
-// State restores the float state q stands for under p.
+// State restores the float state q stands for under p. Multiplying by the
+// reciprocal of a power of two is exact, so every platform restores the
+// same bits.
 func (s State) State(p Precision) island.State {
+	pos, vel := 1/pow2(p.Pos), 1/pow2(p.Vel)
 	return island.State{
-		X: math.Ldexp(float64(s.X), -int(p.Pos)), Y: math.Ldexp(float64(s.Y), -int(p.Pos)),
-		Angle: math.Ldexp(float64(s.Angle), -int(p.Angle)) * turn,
-		VX:    math.Ldexp(float64(s.VX), -int(p.Vel)), VY: math.Ldexp(float64(s.VY), -int(p.Vel)),
-		AngVel: math.Ldexp(float64(s.AngVel), -int(p.AngVel)) * turn,
+		X: float64(s.X) * pos, Y: float64(s.Y) * pos,
+		Angle: float64(s.Angle) / pow2(p.Angle) * turn,
+		VX:    float64(s.VX) * vel, VY: float64(s.VY) * vel,
+		AngVel: float64(s.AngVel) / pow2(p.AngVel) * turn,
 	}
 }
 

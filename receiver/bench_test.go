@@ -2,9 +2,12 @@ package receiver
 
 import (
 	"testing"
+	"time"
 
+	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/scenario"
 )
 
 // BenchmarkReceive is the receive path's cost per frame and per body:
@@ -56,4 +59,134 @@ func BenchmarkReceive(b *testing.B) {
 		b.Fatal("nothing committed")
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/body")
+}
+
+// BenchmarkPathsV2 times wire 2's two halves on the 160-link chain at
+// 20 Hz with acknowledgements one snapshot late: encode (one observer's
+// keyframes and deltas) and receive (decode, expand, reassemble, validate,
+// commit, keep the baseline, render), each per body, timed around those
+// calls alone (ns/op includes the physics).
+func BenchmarkPathsV2(b *testing.B) {
+	l := newLagLoop(b, "chain", 20, 1)
+	for range 100 {
+		l.snapshot()
+	}
+	var enc, rcv time.Duration
+	bodies := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		stepped := false
+		for !stepped {
+			l.now += 1_000_000 / scenario.StepHz
+			msgs, fr := l.auth.Step()
+			for _, m := range msgs {
+				_ = l.bc.Apply(m)
+			}
+			if len(fr) == 0 {
+				continue
+			}
+			stepped = true
+			t0 := time.Now()
+			l.bc.Frames(fr)
+			l.ctl, l.dgs = l.bc.Take(1, l.ctl[:0], l.dgs[:0])
+			enc += time.Since(t0)
+			l.deliver(l.ctl, func(m codec.Message) { _ = l.rx.Control(l.now, m) })
+			t0 = time.Now()
+			for _, d := range l.dgs {
+				l.rx.Datagram(l.now, d.Bytes)
+			}
+			l.rx.Render(l.now)
+			rcv += time.Since(t0)
+			l.fb = l.rx.Feedback(l.fb[:0])
+			l.deliver(l.fb, func(m codec.Message) { _ = l.bc.Feedback(1, m) })
+			for _, f := range fr {
+				bodies += len(f.Members)
+			}
+		}
+	}
+	b.ReportMetric(float64(enc.Nanoseconds())/float64(bodies), "encode-ns/body")
+	b.ReportMetric(float64(rcv.Nanoseconds())/float64(bodies), "receive-ns/body")
+}
+
+// recording is what one observer received over a run: per snapshot, the
+// control bytes, the datagrams and the local time.
+type recording struct {
+	now  []int64
+	ctl  [][]byte
+	dgs  [][][]byte
+	body int
+}
+
+// record runs scene on wire 2 (acknowledgements one snapshot late) and
+// keeps what the observer received, after a warm-up.
+func record(b testing.TB, scene string, snaps int) *recording {
+	l := newLagLoop(b, scene, 20, 1)
+	rec := &recording{}
+	for i := range snaps + 100 {
+		l.ctl = l.ctl[:0]
+		for {
+			l.now += 1_000_000 / scenario.StepHz
+			msgs, fr := l.auth.Step()
+			for _, m := range msgs {
+				_ = l.bc.Apply(m)
+			}
+			l.bc.Frames(fr)
+			var dgs []broadcast.Datagram
+			var ctl []byte
+			ctl, dgs = l.bc.Take(1, nil, nil)
+			l.deliver(ctl, func(m codec.Message) { _ = l.rx.Control(l.now, m) })
+			for _, d := range dgs {
+				l.rx.Datagram(l.now, d.Bytes)
+			}
+			l.rx.Render(l.now)
+			rec.now = append(rec.now, l.now)
+			rec.ctl = append(rec.ctl, ctl)
+			var raw [][]byte
+			for _, d := range dgs {
+				raw = append(raw, d.Bytes)
+			}
+			rec.dgs = append(rec.dgs, raw)
+			if len(fr) > 0 {
+				if i >= 100 {
+					for _, f := range fr {
+						rec.body += len(f.Members)
+					}
+				}
+				l.deliver(l.rx.Feedback(nil), func(m codec.Message) { _ = l.bc.Feedback(1, m) })
+				break
+			}
+		}
+	}
+	return rec
+}
+
+// BenchmarkReceiveV2 replays 300 snapshots of the 160-link chain on wire 2
+// (mostly deltas, keyframes every 2 s) into a fresh receiver: decode,
+// expand, reassemble, validate, commit, keep baselines, render. The figure
+// to compare with BenchmarkReceive (wire 1) is ns/body.
+func BenchmarkReceiveV2(b *testing.B) {
+	rec := record(b, "chain", 300)
+	lim := codec.ControlLimits{}.WithDefaults()
+	bodies := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		rx, _ := New(Config{})
+		b.StartTimer()
+		for i, now := range rec.now {
+			for c := rec.ctl[i]; len(c) > 0; {
+				m, n, _ := codec.ParseControl(c, &lim)
+				_ = rx.Control(now, m)
+				c = c[n:]
+			}
+			for _, d := range rec.dgs[i] {
+				rx.Datagram(now, d)
+			}
+			if len(rec.dgs[i]) > 0 {
+				rx.Render(now) // once per frame, as BenchmarkReceive does
+			}
+		}
+		bodies += rec.body
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(bodies), "ns/body")
 }

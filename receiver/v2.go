@@ -19,6 +19,12 @@ type v2Island struct {
 	have   bool   // newest and prior say something (in win's generation)
 	newest uint32 // newest frame sequence held
 	prior  uint32 // bit i: frame newest−1−i held too
+	// The quantized members of the frame being reassembled from fragments,
+	// so that the baseline is kept from the integers themselves.
+	stageKey island.Key
+	stage    []baseline.Entry
+	staged   int // members staged for stageKey (a part counted once)
+	parts    uint64
 }
 
 // V2Stats counts what the wire-v2 path did.
@@ -166,33 +172,57 @@ func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInf
 		}
 		hdr.Digest = full
 	}
+	s := r.v2island(info.Key.Island)
+	full := ents
+	if s != nil && rec.Fragments > 1 {
+		// Stage this part's integers until the frame completes.
+		if s.stageKey != info.Key || len(s.stage) != rec.Total {
+			s.stageKey, s.staged, s.parts = info.Key, 0, 0
+			s.stage = slices.Grow(s.stage[:0], rec.Total)[:rec.Total]
+		}
+		if bit := uint64(1) << (rec.Index % 64); s.parts&bit == 0 {
+			s.parts |= bit
+			s.staged += len(ents)
+		}
+		copy(s.stage[rec.First:], ents)
+		full = s.stage
+	}
 	frag := codec.Fragment{Header: hdr, Raw: r.raw}
 	f, vf := r.push(now, &frag)
-	if vf == nil {
+	if vf == nil || s == nil {
 		return
 	}
-	r.keepBaseline(rec.Window, info, p, f)
+	if rec.Fragments > 1 && (s.stageKey != info.Key || s.staged != rec.Total) {
+		// Parts of another frame came in between: quantize the assembled
+		// floats back instead (exact: they were restored from integers).
+		full = r.requantize(f, info.Class.Precision())
+		if full == nil {
+			return
+		}
+	}
+	r.keepBaseline(s, rec.Window, info, full)
 }
 
-// keepBaseline stores a committed v2 frame as a baseline of its island,
-// quantizing the assembled floats back (exact: they were restored from
-// these integers).
-func (r *Receiver) keepBaseline(window uint32, info baseline.FrameInfo, p quant.Precision, f *assembler.Frame) {
-	s := r.v2island(info.Key.Island)
-	if s == nil {
-		return
-	}
-	t := s.win.NewTable()
-	t.ID, t.Frame = info.Key.Seq, info
+// requantize returns an assembled frame's members as integers, or nil.
+func (r *Receiver) requantize(f *assembler.Frame, p quant.Precision) []baseline.Entry {
+	r.ents = r.ents[:0]
 	for i := range f.Members.Len() {
 		m, _ := f.Members.Member(i)
 		q, err := quant.Quantize(m.State, p)
 		if err != nil {
-			s.win.Recycle(t)
-			return
+			return nil
 		}
-		t.Entries = append(t.Entries, baseline.Entry{ID: m.ID, Record: baseline.Record{Q: q, Time: info.Time, Segment: info.Segment}})
+		r.ents = append(r.ents, baseline.Entry{ID: m.ID, Record: baseline.Record{Q: q, Time: f.Time, Segment: f.Segment}})
 	}
+	return r.ents
+}
+
+// keepBaseline stores a committed v2 frame — its quantized members, the
+// very integers the digest was checked over — as a baseline of its island.
+func (r *Receiver) keepBaseline(s *v2Island, window uint32, info baseline.FrameInfo, ents []baseline.Entry) {
+	t := s.win.NewTable()
+	t.ID, t.Frame = info.Key.Seq, info
+	t.Entries = append(t.Entries, ents...)
 	if !s.win.Store(window, t) {
 		s.win.Recycle(t)
 		return
