@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
@@ -14,9 +16,9 @@ import (
 const (
 	// VersionV2 is the version byte of a v2 datagram.
 	VersionV2 = 2
-	// V2HeaderSize is magic (4), version (1), broadcast sequence (4) and
-	// authority time (8).
-	V2HeaderSize = 17
+	// V2HeaderSize is magic (4), version (1), broadcast sequence (4),
+	// authority time (8) and check (4).
+	V2HeaderSize = 21
 )
 
 // RecordKind is the kind of a v2 island record.
@@ -248,15 +250,29 @@ func (e *V2Encoder) open() {
 	e.buf = append(e.buf, VersionV2)
 	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.seq)
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(e.time))
+	e.buf = append(e.buf, 0, 0, 0, 0) // the check, written at close
 	e.lastIsl = 0
 	e.ref.ok = false
 }
 
 func (e *V2Encoder) close() {
 	if e.cur >= 0 {
+		dg := e.buf[e.cur:]
+		binary.LittleEndian.PutUint32(dg[17:], v2Check(dg))
 		e.ends = append(e.ends, len(e.buf))
 		e.cur = -1
 	}
+}
+
+// v2Check is the datagram check: the low 32 bits of xxhash64 over the
+// datagram's first 17 bytes and everything after the check field. It
+// catches corruption anywhere — runs included, which carry no digest.
+func v2Check(dg []byte) uint32 {
+	var d xxhash.Digest
+	d.Reset()
+	_, _ = d.Write(dg[:17])
+	_, _ = d.Write(dg[V2HeaderSize:])
+	return uint32(d.Sum64())
 }
 
 func (e *V2Encoder) room() int {

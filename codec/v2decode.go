@@ -86,6 +86,9 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 	if len(b) < V2HeaderSize {
 		return h, nil, fail(ErrTruncated, len(b), "datagram header")
 	}
+	if binary.LittleEndian.Uint32(b[17:]) != v2Check(b) {
+		return h, nil, fail(ErrMalformed, 17, "datagram check")
+	}
 	h.Seq = binary.LittleEndian.Uint32(b[5:])
 	h.Time = island.Time(binary.LittleEndian.Uint64(b[9:]))
 	d.recs = d.recs[:0]

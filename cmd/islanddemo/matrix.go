@@ -155,4 +155,24 @@ func printMatrix(w io.Writer, m *matrixReport) {
 		fmt.Fprintf(w, "  %.0f%%: %.1f%%", l*100, 100*a[0]/max(a[1], 1))
 	}
 	fmt.Fprintln(w)
+	// Every scenario's commit ratio by loss, averaged over the other axes.
+	fmt.Fprintf(w, "\ncommit ratio by scenario and loss (mean over duplication, jitter and seeds):\n%-10s", "")
+	for _, l := range matrixLoss {
+		fmt.Fprintf(w, " %7.0f%%", l*100)
+	}
+	fmt.Fprintln(w)
+	for k := range m.Cells[0].Scenarios {
+		fmt.Fprintf(w, "%-10s", m.Cells[0].Scenarios[k].Name)
+		for _, l := range matrixLoss {
+			sum, n := 0.0, 0.0
+			for _, c := range m.Cells {
+				if c.Impairments.Loss == l {
+					sum += commitRatio(&c.Scenarios[k])
+					n++
+				}
+			}
+			fmt.Fprintf(w, " %7.1f%%", 100*sum/max(n, 1))
+		}
+		fmt.Fprintln(w)
+	}
 }
