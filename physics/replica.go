@@ -25,6 +25,8 @@ type Replica struct {
 // NewReplica builds kinematic twins of every body of w (the scene
 // description an observer receives reliably).
 func NewReplica(w *World) *Replica {
+	cpConstruct.Lock()
+	defer cpConstruct.Unlock()
 	r := &Replica{space: cp.NewSpace(), bodies: map[island.MemberID]*cp.Body{},
 		source: map[island.MemberID]Source{}, shown: map[island.MemberID]bool{}}
 	for _, b := range w.order {

@@ -3,6 +3,7 @@ package physics
 import (
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/jakecoffman/cp/v2"
 
@@ -121,9 +122,17 @@ type Event struct {
 	Time    island.Time // SegmentCut: the authority time it starts at
 }
 
+// cpConstruct serializes creating cp bodies and spaces: cp/v2 numbers bodies
+// with an unguarded package-level counter, so worlds built on several
+// goroutines at once would race on it (the number only names a body; it
+// changes no physics).
+var cpConstruct sync.Mutex
+
 // NewWorld returns an empty world with gravity and the given step rate.
 func NewWorld(stepHz int) *World {
+	cpConstruct.Lock()
 	s := cp.NewSpace()
+	cpConstruct.Unlock()
 	s.SetGravity(cp.Vector{X: 0, Y: -9.8})
 	s.Iterations = 30
 	return &World{Space: s, StepHz: stepHz, bodies: map[uint64]*Body{}, islands: map[uint32]*Island{}, retired: map[uint32]*Island{}, nextBody: 1, nextJ: 1, DefaultOwner: 1}
@@ -146,7 +155,9 @@ func (w *World) Steps() int64 { return w.steps }
 // AddBody adds a dynamic box body of the given size (metres) and mass (kg)
 // at pos and returns its stable identity. collide adds a collision shape.
 func (w *World) AddBody(mass, width, height float64, pos cp.Vector, angle float64, collide bool) island.MemberID {
+	cpConstruct.Lock()
 	b := cp.NewBody(mass, cp.MomentForBox(mass, width, height))
+	cpConstruct.Unlock()
 	b.SetPosition(pos)
 	b.SetAngle(angle)
 	w.Space.AddBody(b)
@@ -167,7 +178,9 @@ func (w *World) AddBody(mass, width, height float64, pos cp.Vector, angle float6
 // moves it (SetVelocity), bodies collide with it, and it joins no island (it
 // is not replicated).
 func (w *World) AddKinematic(width, height float64, pos cp.Vector) *cp.Body {
+	cpConstruct.Lock()
 	b := cp.NewKinematicBody()
+	cpConstruct.Unlock()
 	b.SetPosition(pos)
 	w.Space.AddBody(b)
 	sh := w.Space.AddShape(cp.NewBox(b, width, height, 0))
