@@ -63,6 +63,7 @@ type islandState struct {
 type streamState struct {
 	id      streamID
 	lastSeq uint32
+	done    uint64 // bit i: frame lastSeq−i completed (bit 0 always, once any did)
 	link    links[streamState] // LRU order, least recently completed at head
 }
 
@@ -150,10 +151,12 @@ func (a *Assembler) push(now int64, f *codec.Fragment) (Outcome, *Frame) {
 	id := frameID{sender: h.Sender, key: h.Key}
 	p := a.frames[id]
 	if p == nil {
-		// Only a new frame can be stale: when a frame completes, every
-		// older pending frame of its stream is dropped.
+		// Only a new frame can be stale: one its stream already completed
+		// (a duplicate or a replay), or one more than 63 frames behind the
+		// newest completed. A late frame that never completed may still —
+		// what the playout makes of it is the store's call.
 		sid := streamID{sender: h.Sender, stream: h.Key.Stream()}
-		if s, ok := a.streams[sid]; ok && !island.SeqNewer(h.Key.Seq, s.lastSeq) {
+		if s, ok := a.streams[sid]; ok && s.behind(h.Key.Seq) {
 			return RejectStale, nil
 		}
 		if uint64(h.TotalMembers) > uint64(a.cfg.MaxMembers) || int(h.Count) > a.cfg.MaxFragments {
@@ -332,8 +335,32 @@ func (a *Assembler) complete(p *pending) (Outcome, *Frame) {
 	return Completed, &a.out
 }
 
-// completed records p's sequence as its stream's newest and drops older
-// incomplete frames of that stream.
+// behind reports whether a new frame of sequence seq is stale: already
+// completed, or more than 63 frames behind the newest completed.
+func (s *streamState) behind(seq uint32) bool {
+	if island.SeqNewer(seq, s.lastSeq) {
+		return false
+	}
+	back := s.lastSeq - seq
+	return back >= 64 || s.done&(1<<back) != 0
+}
+
+// mark records that frame seq of the stream completed.
+func (s *streamState) mark(seq uint32) {
+	if !island.SeqNewer(seq, s.lastSeq) && s.done != 0 {
+		s.done |= 1 << (s.lastSeq - seq) // a late frame; behind already checked the range
+		return
+	}
+	if d := seq - s.lastSeq; s.done == 0 || d >= 64 {
+		s.done = 1
+	} else {
+		s.done = s.done<<d | 1
+	}
+	s.lastSeq = seq
+}
+
+// completed records p's sequence as completed in its stream and drops the
+// incomplete frames of that stream older than it.
 func (a *Assembler) completed(p *pending) {
 	sid := streamID{sender: p.id.sender, stream: p.id.key.Stream()}
 	s := a.streams[sid]
@@ -345,12 +372,12 @@ func (a *Assembler) completed(p *pending) {
 	} else {
 		a.streamOrder.remove(s)
 	}
-	s.lastSeq = p.id.key.Seq
+	s.mark(p.id.key.Seq)
 	a.streamOrder.pushBack(s)
 	isl := p.isl
 	for i := 0; i < len(isl.cands); {
 		c := isl.cands[i]
-		if c != p && c.id.sender == p.id.sender && c.id.key.Stream() == sid.stream && !island.SeqNewer(c.id.key.Seq, s.lastSeq) {
+		if c != p && c.id.sender == p.id.sender && c.id.key.Stream() == sid.stream && !island.SeqNewer(c.id.key.Seq, p.id.key.Seq) {
 			a.drop(c, Superseded) // removes c from isl.cands
 			continue
 		}

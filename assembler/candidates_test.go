@@ -39,3 +39,26 @@ func TestCandidateCapAcrossSenders(t *testing.T) {
 		t.Fatalf("the legitimate frame did not survive the flood: %v", o)
 	}
 }
+
+// TestLateFrames: a frame older than the newest completed one of its
+// stream still completes if it never did; one that did, or one 64 or more
+// behind, is stale.
+func TestLateFrames(t *testing.T) {
+	a, _ := New(Config{})
+	push := func(seq uint32) Outcome {
+		var o Outcome
+		for _, f := range fragmentsOf(t, testFrame(1, keySeq(seq), 5, float64(seq))) {
+			o, _ = a.Push(0, &f)
+		}
+		return o
+	}
+	for _, c := range []struct {
+		seq  uint32
+		want Outcome
+	}{{100, Completed}, {98, Completed}, {98, RejectStale}, {100, RejectStale}, {99, Completed},
+		{200, Completed}, {137, Completed}, {136, RejectStale}, {201, Completed}} {
+		if got := push(c.seq); got != c.want {
+			t.Fatalf("seq %d: %v, want %v", c.seq, got, c.want)
+		}
+	}
+}

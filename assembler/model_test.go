@@ -18,14 +18,17 @@ type delivery struct {
 }
 
 // refModel is the "dumb" reference: it tracks, per frame, when its first
-// fragment arrived and which fragment indices it has, and per stream the last
-// completed sequence. A frame completes when all its fragments arrived within
-// one TTL window before a newer frame of its stream completed.
+// fragment arrived and which fragment indices it has, and per stream the
+// newest completed sequence and every completed one. A frame completes when
+// all its fragments arrived within one TTL window, before a newer frame of
+// its stream completed, unless it completed already or lies 64 or more
+// behind the newest.
 type refModel struct {
 	ttl     int64
 	first   map[int]int64
 	have    map[int]map[int]bool
 	last    map[streamID]uint32
+	doneSeq map[streamID]map[uint32]bool
 	frames  []island.Frame
 	nfrags  []int
 	done    map[int]bool
@@ -42,7 +45,8 @@ func (m *refModel) push(d delivery) {
 	}
 	f := &m.frames[d.frame]
 	sid := streamID{sender: f.Sender, stream: f.Key.Stream()}
-	if last, ok := m.last[sid]; ok && !island.SeqNewer(f.Key.Seq, last) {
+	if last, ok := m.last[sid]; ok && !island.SeqNewer(f.Key.Seq, last) &&
+		(last-f.Key.Seq >= 64 || m.doneSeq[sid][f.Key.Seq]) {
 		return
 	}
 	if _, ok := m.first[d.frame]; !ok {
@@ -55,7 +59,13 @@ func (m *refModel) push(d delivery) {
 	}
 	m.done[d.frame] = true
 	m.ordered = append(m.ordered, d.frame)
-	m.last[sid] = f.Key.Seq
+	if last, ok := m.last[sid]; !ok || island.SeqNewer(f.Key.Seq, last) {
+		m.last[sid] = f.Key.Seq
+	}
+	if m.doneSeq[sid] == nil {
+		m.doneSeq[sid] = map[uint32]bool{}
+	}
+	m.doneSeq[sid][f.Key.Seq] = true
 	for k := range m.first {
 		g := &m.frames[k]
 		if g.Sender == f.Sender && g.Key.Stream() == f.Key.Stream() && !island.SeqNewer(g.Key.Seq, f.Key.Seq) {
@@ -119,7 +129,7 @@ func runModel(t *testing.T, seed uint64) {
 	slices.SortStableFunc(events, func(a, b delivery) int { return int(a.at - b.at) })
 
 	model := &refModel{ttl: ttl, first: map[int]int64{}, have: map[int]map[int]bool{},
-		last: map[streamID]uint32{}, frames: frames, done: map[int]bool{}}
+		last: map[streamID]uint32{}, doneSeq: map[streamID]map[uint32]bool{}, frames: frames, done: map[int]bool{}}
 	for _, fr := range frags {
 		model.nfrags = append(model.nfrags, len(fr))
 	}

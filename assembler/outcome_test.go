@@ -75,15 +75,16 @@ func TestOutcomes(t *testing.T) {
 			return []step{{d[0], 0, Buffered}, {d[1], 0, Buffered}, {d[2], 0, RejectDuplicateMember}}
 		}(), 0, 1},
 		{"digest mismatch", Config{}, []step{{badDigest[0], 0, Buffered}, {badDigest[1], 0, Buffered}, {badDigest[2], 0, RejectDigestMismatch}, {badDigest[2], 1, RejectPoisoned}}, 0, 1},
-		{"stale replay and older seq", Config{}, []step{
+		{"stale replay; an older frame that never completed may", Config{}, []step{
 			{seq11[0], 0, Buffered}, {seq11[1], 0, Buffered}, {seq11[2], 0, Completed},
-			{seq11[0], 1, RejectStale}, {fr[0], 2, RejectStale},
-		}, 1, 0},
+			{seq11[0], 1, RejectStale}, {fr[0], 2, Buffered}, {fr[1], 2, Buffered}, {fr[2], 2, Completed},
+			{fr[1], 3, RejectStale},
+		}, 2, 0},
 		{"superseded", Config{}, []step{
 			{fr[0], 0, Buffered},
 			{seq11[0], 1, Buffered}, {seq11[1], 1, Buffered}, {seq11[2], 1, Completed},
-			{fr[1], 2, RejectStale},
-		}, 1, 0},
+			{fr[1], 2, Buffered}, // the superseded frame's parts are gone: it starts again
+		}, 1, 1},
 		{"too many members", Config{MaxMembers: 39}, []step{{fr[0], 0, RejectTooLarge}}, 0, 0},
 		{"too many fragments", Config{MaxFragments: 2}, []step{{fr[0], 0, RejectTooLarge}}, 0, 0},
 		{"frame larger than byte cap", Config{MaxPendingBytes: 2000}, []step{{fr[0], 0, RejectTooLarge}}, 0, 0},

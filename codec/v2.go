@@ -84,8 +84,37 @@ type V2Ref struct {
 // velocities (rounded to the nearest quantum, ties away from zero, in exact
 // integer arithmetic), velocities stay.
 func predict(b quant.State, dt int64, p quant.Precision) quant.State {
-	predictInto(&b, dt, int(p.Pos)-int(p.Vel), int(p.Angle)-int(p.AngVel))
+	ps, as := int(p.Pos)-int(p.Vel), int(p.Angle)-int(p.AngVel)
+	base := b
+	predictInto(&b, dt, ps, as)
+	predictVel(&b, &base, dt, ps, as)
 	return b
+}
+
+// predictVel predicts the velocities of a body that moved from base to q's
+// positions in dt µs under constant acceleration: v = 2·Δ/dt − v₀, in exact
+// integer arithmetic, rounded half away from zero. Without a usable
+// interval (dt ≤ 0) or for an absurd distance (2⁴⁰ quanta or more), the
+// baseline's velocity stays.
+func predictVel(q, base *quant.State, dt int64, posShift, angleShift int) {
+	q.VX = velFrom(q.X-base.X, base.VX, dt, posShift)
+	q.VY = velFrom(q.Y-base.Y, base.VY, dt, posShift)
+	q.AngVel = velFrom(q.Angle-base.Angle, base.AngVel, dt, angleShift)
+}
+
+func velFrom(dq, v0, dt int64, shift int) int64 {
+	if dt <= 0 || dt >= 1<<40 || dq >= 1<<40 || dq <= -(1<<40) || shift < 0 || shift > 6 {
+		return v0
+	}
+	num := 2 * dq * 1_000_000 // |num| < 2^61
+	den := dt << uint(shift)  // < 2^46
+	var v int64
+	if num >= 0 {
+		v = (num + den/2) / den
+	} else {
+		v = -((-num + den/2) / den)
+	}
+	return v - v0
 }
 
 // predictInto is predict in place, with the precision's shifts worked out.
@@ -381,6 +410,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 		return fail(ErrMalformed, -1, "delta baseline")
 	}
 	p := f.Class.Precision()
+	ps, as := int(p.Pos)-int(p.Vel), int(p.Angle)-int(p.AngVel)
 	dt := int64(e.time - bf.Time)
 	unchanged := true
 	e.scratch = e.scratch[:0]
@@ -392,8 +422,14 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 		if b.ID != m.ID {
 			return fail(ErrMalformed, -1, "delta members")
 		}
-		pr := predict(b.Q, dt, p)
-		d := m.Q.Sub(pr)
+		// Positions against the baseline's motion, then velocities against
+		// the motion those positions imply (constant acceleration).
+		pr := b.Q
+		predictInto(&pr, dt, ps, as)
+		vp := m.Q
+		predictVel(&vp, &b.Q, dt, ps, as)
+		d := quant.State{X: m.Q.X - pr.X, Y: m.Q.Y - pr.Y, Angle: m.Q.Angle - pr.Angle,
+			VX: m.Q.VX - vp.VX, VY: m.Q.VY - vp.VY, AngVel: m.Q.AngVel - vp.AngVel}
 		var mask byte
 		for k, v := range fields(&d) {
 			if *v != 0 {

@@ -399,36 +399,39 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 	for i := range src {
 		b, e := &src[i], &dst[i]
 		e.ID, e.Q, e.Time, e.Segment = b.ID, b.Q, t, b.Segment
-		predictInto(&e.Q, dt, ps, as)
-		if bm[i>>3]&(1<<(i&7)) != 0 {
-			mask := m[off]
-			off++
-			q := &e.Q
-			var v int64
-			if mask&1 != 0 {
-				v, off = fastVarint(m, off)
-				q.X += v
-			}
-			if mask&2 != 0 {
-				v, off = fastVarint(m, off)
-				q.Y += v
-			}
-			if mask&4 != 0 {
-				v, off = fastVarint(m, off)
-				q.Angle += v
-			}
-			if mask&8 != 0 {
-				v, off = fastVarint(m, off)
-				q.VX += v
-			}
-			if mask&16 != 0 {
-				v, off = fastVarint(m, off)
-				q.VY += v
-			}
-			if mask&32 != 0 {
-				v, off = fastVarint(m, off)
-				q.AngVel += v
-			}
+		q := &e.Q
+		predictInto(q, dt, ps, as)
+		if bm[i>>3]&(1<<(i&7)) == 0 {
+			predictVel(q, &b.Q, dt, ps, as)
+			continue
+		}
+		mask := m[off]
+		off++
+		var v int64
+		if mask&1 != 0 {
+			v, off = fastVarint(m, off)
+			q.X += v
+		}
+		if mask&2 != 0 {
+			v, off = fastVarint(m, off)
+			q.Y += v
+		}
+		if mask&4 != 0 {
+			v, off = fastVarint(m, off)
+			q.Angle += v
+		}
+		predictVel(q, &b.Q, dt, ps, as) // from the positions just restored
+		if mask&8 != 0 {
+			v, off = fastVarint(m, off)
+			q.VX += v
+		}
+		if mask&16 != 0 {
+			v, off = fastVarint(m, off)
+			q.VY += v
+		}
+		if mask&32 != 0 {
+			v, off = fastVarint(m, off)
+			q.AngVel += v
 		}
 	}
 	return dst, nil
