@@ -19,10 +19,13 @@
 //     missing, a duplicate identity, a digest mismatch — rejects the whole
 //     frame, which stays poisoned (later fragments: RejectPoisoned) until its
 //     TTL ends. On any failure the caller gets nothing.
-//   - Staleness follows serial-number order per (Sender, Stream): a frame not
-//     newer than the stream's last completed frame is rejected (RejectStale),
-//     so a completed frame never completes twice. When a frame completes,
-//     older incomplete frames of its stream are dropped (Superseded).
+//   - Staleness follows serial-number order per (Sender, Stream): a frame that
+//     already completed, or lies 64 or more behind the stream's newest
+//     completed frame, is rejected (RejectStale), so a frame never completes
+//     twice; an older frame that never completed may still (the store decides
+//     whether it fills a gap ahead of playback or comes too late). When a
+//     frame completes, older incomplete frames of its stream are dropped
+//     (Superseded).
 //   - Every push returns an Outcome and bumps its counter in Stats; frames
 //     dropped by expiry, supersession or a cap are counted too.
 //

@@ -20,8 +20,9 @@ const (
 	// RejectTooLarge: the frame claims more members or fragments than the
 	// configured caps, or needs more bytes than the whole byte cap.
 	RejectTooLarge
-	// RejectStale: the frame is not newer than the last completed frame of
-	// its stream (serial-number order), e.g. a replay or a late fragment.
+	// RejectStale: the frame already completed in its stream (a replay or
+	// a duplicate), or lies 64 or more frames behind the newest completed
+	// one (serial-number order).
 	RejectStale
 	// RejectPoisoned: a fragment of a frame that was already rejected.
 	RejectPoisoned
