@@ -1,14 +1,20 @@
 // Package broadcast is the authority's send path: what is live (identities,
 // leases, manifests), a Welcome and catch-up for each joining observer,
 // every observer's control messages in order, and each broadcast's frames
-// encoded into datagrams once per distinct datagram cap and subscription,
+// encoded into datagrams. On wire 2 (the default) each frame is quantized
+// once and coded per observer as a keyframe or a delta against the newest
+// baseline that observer acknowledged (Feedback with codec.Held), with a
+// keyframe at least every KeyframeEvery broadcasts and whenever asked
+// (codec.Keyframes); window advances (codec.Windows) go out when an
+// observer has acknowledged 24 baselines of an island. On wire 1 each
+// broadcast is encoded once per distinct datagram cap and subscription and
 // shared by every observer in that group.
 //
 // # Usage
 //
 //	bc, _ := broadcast.New(broadcast.Config{Timeline: rand.Uint64(), SendPeriod: 50_000})
 //	bc.Join(id, maxDatagram)              // a connection arrived: Welcome + Announce queued
-//	bc.Subscribe(id, sub)                 // its Subscribe: Lease + Manifest of each island it gains
+//	bc.Feedback(id, msg)                  // Subscribe (Lease + Manifest of each island it gains), Ack, Held, Keyframes
 //	for _, m := range changes { bc.Apply(m) } // Announce, Destroy, Lease, Manifest, Forget
 //	bc.Frames(frames)                     // one broadcast tick
 //	ctl, dgs = bc.Take(id, ctl[:0], dgs[:0]) // write ctl to the stream, send dgs as datagrams
@@ -19,10 +25,12 @@
 //     Manifest were queued on its control stream: frames of islands without
 //     an applied Lease and Manifest are not sent to anyone (counted), and a
 //     subscription's catch-up is queued the moment it is made.
-//   - Each group of observers (same cap, same subscription) costs one
-//     encoding per Frames call; the group's datagrams live in one buffer
-//     that is never written again, so transports may hand the same bytes to
-//     every observer concurrently.
+//   - A delta names only a baseline the observer acknowledged in the current
+//     window; a new stream, segment or generation always goes whole.
+//   - Datagrams live in buffers that are never written again, so transports
+//     may hand the same bytes to several observers concurrently; on wire 1
+//     each group of observers (same cap, same subscription) costs one
+//     encoding per Frames call.
 //   - Every table is capped (observers, islands, identities, acks).
 //
 // # Limits

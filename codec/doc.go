@@ -26,10 +26,25 @@
 // Every record type has an Append method or function, a size constant and a
 // Parse function returning (value, consumed, error).
 //
+// # Wire version 2
+//
+// Version 2 carries the same island frames quantized (package quant), each
+// as a key record, a delta against a baseline frame the observer
+// acknowledged holding (package baseline), or — for islands whose every
+// member moved exactly as the baseline's motion predicts — part of a run
+// record that costs a few bytes for any number of islands. V2Encoder builds
+// one observer's datagrams for one broadcast (Begin, AddKey, AddDelta,
+// Datagrams); V2Decoder parses a datagram whole (its check, framing,
+// canonical varints, caps) and returns records whose members expand with
+// ExpandKey, ExpandDelta (given the baseline) and Predict (runs). Both
+// versions stay decodable; DatagramVersion tells them apart. The receive
+// path that does all of this is package receiver.
+//
 // # Control messages
 //
 // The reliable control stream (server → observer: Welcome, Announce,
-// Destroy, Lease, Manifest, Forget, Cut; observer → server: Subscribe, Ack) uses
+// Destroy, Lease, Manifest, Forget, Cut, Windows; observer → server:
+// Subscribe, Ack, Held, Keyframes) uses
 // the same style: each message type implements Message (Type, Size,
 // Append), and ParseControl reads one message under ControlLimits. A stream
 // reader calls ControlLength on the first bytes to learn how many to wait

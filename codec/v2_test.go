@@ -515,3 +515,27 @@ func BenchmarkV2Decode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*160), "ns/member")
 }
+
+// TestV2DecodeAllocs: decoding and expanding in steady state allocates
+// nothing.
+func TestV2DecodeAllocs(t *testing.T) {
+	w := newV2World(t, Config{MaxDatagram: MaxMaxDatagram})
+	key := v2Frame(40, 160, 1, quant.Chain, 1)
+	base := frameTable(&key, 50_000)
+	f := v2Frame(40, 160, 2, quant.Chain, 1.3)
+	w.enc.Begin(2, 100_000)
+	if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
+		t.Fatal(err)
+	}
+	dg := bytes.Clone(w.enc.Datagrams()[0])
+	var dst []baseline.Entry
+	step := func() {
+		h, recs, _ := w.dec.Decode(dg)
+		dst, _ = recs[0].ExpandDelta(dst, base, h.Time)
+		dst = Predict(dst, base, h.Time)
+	}
+	step()
+	if a := testing.AllocsPerRun(100, step); a != 0 {
+		t.Fatalf("%.1f allocations per decode", a)
+	}
+}

@@ -30,6 +30,12 @@
 //   - Lease changes reach the store, which reports hand-off latency.
 //   - Ack lists the newest committed frame per island and which of the 32
 //     before it were committed.
+//   - Wire 2: each island keeps its own decode baselines (a 32-slot window,
+//     apart from the display history). A delta or run naming a baseline not
+//     held, or a frame whose digest fails, is refused whole and a keyframe
+//     asked for; every committed frame becomes a baseline. Feedback encodes
+//     what goes back: Held (baselines held, which also confirms window
+//     advances), Keyframes and Ack.
 //   - Every known island has a view: one without a valid pose at r comes as
 //     missing (Mode store.Empty, no poses), and ViewReady says whether the
 //     whole view is valid at r. While the clock is Frozen the views are held
