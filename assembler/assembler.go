@@ -63,7 +63,7 @@ type islandState struct {
 type streamState struct {
 	id      streamID
 	lastSeq uint32
-	done    uint64 // bit i: frame lastSeq−i completed (bit 0 always, once any did)
+	done    uint64             // bit i: frame lastSeq−i completed (bit 0 always, once any did)
 	link    links[streamState] // LRU order, least recently completed at head
 }
 
