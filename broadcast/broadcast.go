@@ -533,17 +533,7 @@ func (b *Broadcaster) Take(id ObserverID, ctl []byte, dgs []Datagram) ([]byte, [
 func (b *Broadcaster) Stats() Stats {
 	st := b.stats
 	for _, e := range b.enc2 {
-		x := e.Bytes()
-		v := &st.V2
-		v.Datagrams += x.Datagrams
-		v.Total += x.Total
-		v.Headers += x.Headers
-		v.Records += x.Records
-		v.Digests += x.Digests
-		v.Indices += x.Indices
-		v.Position += x.Position
-		v.Angle += x.Angle
-		v.Velocity += x.Velocity
+		st.V2.Add(e.Bytes())
 	}
 	return st
 }

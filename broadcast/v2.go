@@ -1,6 +1,7 @@
 package broadcast
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/islandsync/islandsync/baseline"
@@ -66,10 +67,10 @@ type quantized struct {
 func (b *Broadcaster) framesV2(frames []*island.Frame) {
 	b.byTime = append(b.byTime[:0], frames...)
 	slices.SortStableFunc(b.byTime, func(x, y *island.Frame) int {
-		if x.Time != y.Time {
-			return cmpI64(int64(x.Time), int64(y.Time))
+		if c := cmp.Compare(x.Time, y.Time); c != 0 {
+			return c
 		}
-		return cmpU32(x.Key.Island, y.Key.Island)
+		return cmp.Compare(x.Key.Island, y.Key.Island)
 	})
 	for len(b.byTime) > 0 {
 		n := 1
@@ -140,26 +141,6 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 		}
 		b.share([]*observer{o}, enc.Datagrams(), b.v2Islands)
 	}
-}
-
-func cmpI64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // deltaOK reports whether f may be coded against base: the same stream,

@@ -128,11 +128,17 @@ func (e *Encoder) Datagrams() [][]byte {
 	if e.cur >= 0 {
 		e.close()
 	}
-	e.views = e.views[:0]
+	e.views = splitAt(e.views[:0], e.buf, e.ends)
+	return e.views
+}
+
+// splitAt appends to dst the datagrams of buf that end at ends, each capped
+// at its own end so that appending to one never overwrites the next.
+func splitAt(dst [][]byte, buf []byte, ends []int) [][]byte {
 	start := 0
-	for _, end := range e.ends {
-		e.views = append(e.views, e.buf[start:end:end])
+	for _, end := range ends {
+		dst = append(dst, buf[start:end:end])
 		start = end
 	}
-	return e.views
+	return dst
 }

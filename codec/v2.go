@@ -204,6 +204,19 @@ type V2Bytes struct {
 	Velocity  int64 // velocity and angular velocity values or residuals
 }
 
+// Add adds o's counts to b.
+func (b *V2Bytes) Add(o V2Bytes) {
+	b.Datagrams += o.Datagrams
+	b.Total += o.Total
+	b.Headers += o.Headers
+	b.Records += o.Records
+	b.Digests += o.Digests
+	b.Indices += o.Indices
+	b.Position += o.Position
+	b.Angle += o.Angle
+	b.Velocity += o.Velocity
+}
+
 // V2Encoder builds v2 datagrams for one observer: one broadcast's frames,
 // each as a keyframe, a delta against the observer's acknowledged baseline,
 // or part of a run of unchanged islands; several islands share a datagram,
@@ -343,12 +356,7 @@ func (e *V2Encoder) place(head byte, isl uint32, body []byte, window, lag uint32
 func (e *V2Encoder) Datagrams() [][]byte {
 	e.flushRun()
 	e.close()
-	e.views = e.views[:0]
-	start := 0
-	for _, end := range e.ends {
-		e.views = append(e.views, e.buf[start:end:end])
-		start = end
-	}
+	e.views = splitAt(e.views[:0], e.buf, e.ends)
 	return e.views
 }
 
