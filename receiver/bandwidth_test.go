@@ -90,7 +90,6 @@ func BenchmarkBandwidth(b *testing.B) {
 					for range 5 * hz { // 5 s: things settle, baselines flow
 						l.snapshot()
 					}
-					before := l.bc.Stats()
 					e0 := encoderBytes(l.bc)
 					committed := l.rx.Stats().FramesCommitted
 					sent := l.frames
@@ -111,7 +110,6 @@ func BenchmarkBandwidth(b *testing.B) {
 					if st.V2.NoBaseline != 0 || st.V2.Digest != 0 {
 						b.Fatalf("v2 stats %+v", st.V2)
 					}
-					_ = before
 					e := encoderBytes(l.bc)
 					per := func(v int64) float64 { return float64(8*v) / float64(bodies) }
 					b.ReportMetric(per(bytes), "bits/body")
