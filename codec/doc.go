@@ -36,7 +36,13 @@
 // one observer's datagrams for one broadcast (Begin, AddKey, AddDelta,
 // Datagrams); V2Decoder parses a datagram whole (its check, framing,
 // canonical varints, caps) and returns records whose members expand with
-// ExpandKey, ExpandDelta (given the baseline) and Predict (runs). Both
+// ExpandKey, ExpandDelta (given the baseline) and Predict (runs). A frame
+// cut into 2 … MaxParityFragments fragments may carry Reed–Solomon parity
+// records (V2Encoder.SetParity; github.com/klauspost/reedsolomon): any
+// Fragments of its Fragments+Parity records complete it. Fragments are cut
+// to even sizes so that parity shards stay short. AppendStandalone gives a
+// received fragment's shard, ParityDecoder rebuilds missing ones and
+// ParseStandalone reads them back as records. Both
 // versions stay decodable; DatagramVersion tells them apart. The receive
 // path that does all of this is package receiver.
 //

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/reedsolomon"
 
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/island"
@@ -202,6 +203,7 @@ type V2Bytes struct {
 	Position  int64 // x and y values or residuals
 	Angle     int64 // angle values or residuals
 	Velocity  int64 // velocity and angular velocity values or residuals
+	Parity    int64 // parity records
 }
 
 // Add adds o's counts to b.
@@ -215,6 +217,7 @@ func (b *V2Bytes) Add(o V2Bytes) {
 	b.Position += o.Position
 	b.Angle += o.Angle
 	b.Velocity += o.Velocity
+	b.Parity += o.Parity
 }
 
 // V2Encoder builds v2 datagrams for one observer: one broadcast's frames,
@@ -243,7 +246,13 @@ type V2Encoder struct {
 	members []int // end offsets of each member's encoding in scratch
 	raw     []byte
 	spans   []span
-	bytes   V2Bytes
+	// parity: parity records per fragmented frame (0: none), and the data
+	// shards of the frame being cut
+	parity   int
+	shards   [][]byte
+	shardLen int
+	rs       map[rsKey]reedsolomon.Encoder
+	bytes    V2Bytes
 	// per-field sizes of the frame being built, added to bytes once placed
 	fieldBytes [4]int64 // indices, position, angle, velocity
 	run        struct {
@@ -559,7 +568,11 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		e.moveFields()
 		return nil
 	}
-	// Fragments: greedy member ranges, sized for an empty datagram.
+	// Fragments: greedy member ranges, sized for an empty datagram — less
+	// the room a parity record needs beside its shard.
+	if e.parity > 0 {
+		max -= parityOverhead
+	}
 	spans := e.spans[:0]
 	count := 0
 	for first := 0; first < n; {
@@ -581,6 +594,9 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		count++
 		first += k
 	}
+	spans = e.balance(spans, h, pre, n, max)
+	withParity := e.parity > 0 && count <= MaxParityFragments
+	e.shardLen = 0
 	for i := 0; i < count; i++ {
 		body := e.rec[:pre]
 		body = appendU(body, uint64(count))
@@ -590,12 +606,18 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		body = binary.LittleEndian.AppendUint64(body, d)
 		body = e.appendMembers(body, h, spans[i].first, spans[i].n)
 		e.rec = body
+		if withParity {
+			e.keepShard(i, h|headFragment, f.Key.Island, body)
+		}
 		e.place(h|headFragment, f.Key.Island, body, window, lag, refLen)
 		e.account(8, bitmapLen(h, spans[i].n))
 		e.close() // fragments of a big frame each fill their own datagram
 	}
 	e.spans = spans
 	e.moveFields()
+	if withParity {
+		return e.emitParity(byte(KindRun)|byte(f.Class)<<2|headFragment, f.Key.Island, window, count)
+	}
 	return nil
 }
 
@@ -627,6 +649,37 @@ func bitmapLen(h byte, n int) int {
 		return 0
 	}
 	return (n + 7) / 8
+}
+
+// balance re-cuts the greedy spans into as many fragments of even size, so
+// that no fragment is a small tail (parity shards are as long as the longest
+// fragment). It keeps the greedy cut when the even one does not fit.
+func (e *V2Encoder) balance(spans []span, h byte, pre, n, max int) []span {
+	count := len(spans)
+	if count < 2 {
+		return spans
+	}
+	fixed := pre + 4*uvarintLen(uint64(n)) + 8
+	even := spans[count:]
+	first := 0
+	for i := range count {
+		left := count - i
+		target := (e.memberBytes(first, n) + left - 1) / left
+		k := 1
+		if left == 1 {
+			k = n - first
+		} else {
+			for first+k < n-(left-1) && e.memberBytes(first, first+k+1) <= target {
+				k++
+			}
+		}
+		if fixed+bitmapLen(h, k)+e.memberBytes(first, first+k) > max {
+			return spans
+		}
+		even = append(even, span{first, k})
+		first += k
+	}
+	return append(spans[:0], even...)
 }
 
 func (e *V2Encoder) memberBytes(from, to int) int {

@@ -28,6 +28,7 @@ type V2Record struct {
 	Count                            uint32 // run: islands covered (≥ 1); gap delta: the islands before Island it covers
 	Total                            int    // key, delta: members in the whole frame
 	Fragments, Index, First, N       int    // key, delta: this part's place (one part: 1, 0, 0, Total)
+	Parity                           int    // parity records: how many the frame carries
 	Digest                           uint64 // whole records: the low 32 bits only
 	Digest32                         bool   // the record is whole and Digest holds 32 bits
 	members                          []byte // encoded members
@@ -197,9 +198,12 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 		return fail(ErrMalformed, at, "gap delta head")
 	case hb&headSameRef != 0 && (r.Kind == KindKey || !p.ref.ok):
 		return fail(ErrMalformed, at, "record head: no reference to share")
-	case r.Kind == KindRun && (r.Flags != 0 || frag):
+	case r.Kind == KindRun && r.Flags != 0:
 		return fail(ErrMalformed, at, "run head")
+	case r.Kind == KindRun && frag && hb&headSameRef != 0:
+		return fail(ErrMalformed, at, "parity head")
 	}
+	parity := r.Kind == KindRun && frag
 	delta, err := p.u32("island")
 	if err != nil {
 		return err
@@ -215,6 +219,9 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 		return fail(ErrMalformed, at+1, "island")
 	}
 	r.Island = uint32(isl)
+	if parity {
+		return p.parity(r)
+	}
 	if r.Kind == KindGapDelta {
 		if delta < 2 {
 			return fail(ErrMalformed, at+1, "gap delta: no gap")
@@ -306,6 +313,43 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 	r.members = p.b[start:p.off]
 	return nil
 }
+
+// parity reads the rest of a parity record: window, data fragments, parity
+// records, this one's index, the shard length and the shard.
+func (p *v2Parser) parity(r *V2Record) error {
+	r.Kind = KindParity
+	var err error
+	if r.Window, err = p.u32("window"); err != nil {
+		return err
+	}
+	if r.Fragments, err = p.bounded("data fragments", 2, MaxParityFragments, true); err != nil {
+		return err
+	}
+	if r.Parity, err = p.bounded("parity records", 1, MaxParity, true); err != nil {
+		return err
+	}
+	if r.Index, err = p.bounded("parity index", 0, uint64(r.Parity-1), false); err != nil {
+		return err
+	}
+	at := p.off
+	l, err := p.u32("shard length")
+	if err != nil {
+		return err
+	}
+	n := int(l)
+	switch {
+	case n == 0:
+		return fail(ErrMalformed, at, "shard length")
+	case uint64(l) > uint64(len(p.b)-p.off):
+		return fail(ErrTruncated, len(p.b), "shard")
+	}
+	r.members = p.b[p.off : p.off+n]
+	p.off += n
+	return nil
+}
+
+// Shard returns a parity record's shard (it aliases the datagram).
+func (r *V2Record) Shard() []byte { return r.members }
 
 // skipKey walks n key members (stable id, generation, six values).
 func (p *v2Parser) skipKey(n int) error {

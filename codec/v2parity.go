@@ -1,0 +1,185 @@
+package codec
+
+import (
+	"fmt"
+
+	"github.com/klauspost/reedsolomon"
+)
+
+// Parity (wire v2): a frame cut into fragments can carry Reed–Solomon
+// parity records, so that any Fragments of its Fragments+Parity records
+// complete it.
+const (
+	// MaxParity caps the parity records of one frame.
+	MaxParity = 16
+	// MaxParityFragments is the largest fragment count that gets (and that a
+	// receiver reconstructs) parity: it bounds what one frame can make a
+	// receiver hold for reconstruction.
+	MaxParityFragments = 32
+	// parityOverhead is what a parity record needs beside its shard: head,
+	// island, window, fragments, parity, index and shard length.
+	parityOverhead = 1 + 5 + 5 + 1 + 1 + 1 + 3
+)
+
+// KindParity is the logical kind of a parity record: on the wire, a run
+// head with the fragment bit, which no run carries.
+const KindParity RecordKind = 4
+
+// SetParity makes every frame cut into 2 … MaxParityFragments fragments
+// carry m parity records (0 turns parity off). m must be 0 … MaxParity.
+func (e *V2Encoder) SetParity(m int) error {
+	if m < 0 || m > MaxParity {
+		return fmt.Errorf("codec: parity %d outside [0, %d]", m, MaxParity)
+	}
+	e.parity = m
+	return nil
+}
+
+// keepShard records fragment i's standalone form — the record as it would
+// stand first in a datagram, island absolute, nothing shared — as data
+// shard i.
+func (e *V2Encoder) keepShard(i int, head byte, isl uint32, body []byte) {
+	for len(e.shards) <= i {
+		e.shards = append(e.shards, nil)
+	}
+	s := appendU(append(e.shards[i][:0], head&^headSameRef), uint64(isl))
+	e.shards[i] = append(s, body...)
+	e.shardLen = max(e.shardLen, len(e.shards[i]))
+}
+
+// emitParity pads the frame's k data shards to one length, computes the
+// parity shards and writes each as a record in its own datagram.
+func (e *V2Encoder) emitParity(head byte, isl, window uint32, k int) error {
+	m := e.parity
+	for len(e.shards) < k+m {
+		e.shards = append(e.shards, nil)
+	}
+	for i := range k + m {
+		s := e.shards[i]
+		if i >= k {
+			s = s[:0]
+		}
+		for len(s) < e.shardLen {
+			s = append(s, 0)
+		}
+		e.shards[i] = s[:e.shardLen]
+	}
+	rs, err := rsCodec(&e.rs, k, m)
+	if err != nil {
+		return err
+	}
+	if err := rs.Encode(e.shards[:k+m]); err != nil {
+		return err
+	}
+	for j := range m {
+		body := e.rec[:0]
+		body = appendU(body, uint64(window))
+		body = appendU(body, uint64(k))
+		body = appendU(body, uint64(m))
+		body = appendU(body, uint64(j))
+		body = appendU(body, uint64(e.shardLen))
+		body = append(body, e.shards[k+j]...)
+		e.rec = body
+		e.place(head, isl, body, 0, 0, 0)
+		e.bytes.Records -= int64(len(body)) // parity is its own kind of byte
+		e.bytes.Parity += int64(len(body))
+		e.close()
+	}
+	return nil
+}
+
+// rsKey names a Reed–Solomon code: data and parity shard counts.
+type rsKey struct{ k, m int }
+
+// rsCodec returns the cached Reed–Solomon code for k data and m parity
+// shards, making it on first use.
+func rsCodec(cache *map[rsKey]reedsolomon.Encoder, k, m int) (reedsolomon.Encoder, error) {
+	if *cache == nil {
+		*cache = map[rsKey]reedsolomon.Encoder{}
+	}
+	if c := (*cache)[rsKey{k, m}]; c != nil {
+		return c, nil
+	}
+	c, err := reedsolomon.New(k, m)
+	if err != nil {
+		return nil, err
+	}
+	(*cache)[rsKey{k, m}] = c
+	return c, nil
+}
+
+// AppendStandalone appends the standalone form of a key or delta fragment
+// record — the bytes its parity was computed over — to dst.
+func AppendStandalone(dst []byte, r *V2Record) []byte {
+	h := byte(r.Kind) | byte(r.Class)<<2 | headFragment
+	if r.Flags&1 != 0 {
+		h |= headInitial
+	}
+	if r.Flags&2 != 0 {
+		h |= headRelease
+	}
+	dst = appendU(append(dst, h), uint64(r.Island))
+	if r.Kind == KindKey {
+		for _, v := range [...]uint32{uint32(r.Sender), r.Epoch, r.Topology, r.Config, r.Segment} {
+			dst = appendU(dst, uint64(v))
+		}
+	}
+	dst = appendU(dst, uint64(r.Window))
+	if r.Kind != KindKey {
+		dst = appendU(dst, uint64(r.Lag))
+	}
+	for _, v := range [...]int{r.Total, r.Fragments, r.Index, r.First, r.N} {
+		dst = appendU(dst, uint64(v))
+	}
+	dst = appendU64(dst, r.Digest)
+	return append(dst, r.members...)
+}
+
+func appendU64(b []byte, v uint64) []byte {
+	for i := 0; i < 8; i++ {
+		b = append(b, byte(v>>(8*i)))
+	}
+	return b
+}
+
+// ParseStandalone parses a reconstructed data shard: one key or delta
+// fragment record in standalone form, followed by zero padding only.
+func ParseStandalone(b []byte, cfg Config) (V2Record, error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return V2Record{}, err
+	}
+	p := v2Parser{b: b}
+	var r V2Record
+	if len(b) == 0 {
+		return r, fail(ErrTruncated, 0, "shard")
+	}
+	if err := p.record(&r, &c, 0, true); err != nil {
+		return V2Record{}, err
+	}
+	if r.Kind == KindRun || r.Kind == KindGapDelta || r.Kind == KindParity || r.Fragments < 2 {
+		return V2Record{}, fail(ErrMalformed, 0, "shard kind")
+	}
+	for _, x := range b[p.off:] {
+		if x != 0 {
+			return V2Record{}, fail(ErrMalformed, p.off, "shard padding")
+		}
+	}
+	return r, nil
+}
+
+// ParityDecoder rebuilds missing data shards of frames that carry parity.
+// Not safe for concurrent use.
+type ParityDecoder struct{ rs map[rsKey]reedsolomon.Encoder }
+
+// Reconstruct fills the nil entries among shards[:k] from the others
+// (k data shards, then m parity shards, all of one length; at least k
+// present; a missing one is nil or empty). An empty shard with room for the
+// shard length is rebuilt in place; a nil one is allocated.
+func (d *ParityDecoder) Reconstruct(shards [][]byte, k, m int) error {
+	rs, err := rsCodec(&d.rs, k, m)
+	if err != nil {
+		return err
+	}
+	return rs.ReconstructData(shards)
+}
