@@ -3,6 +3,7 @@ package broadcast
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/islandsync/islandsync/codec"
@@ -53,6 +54,11 @@ type Config struct {
 	// Class picks an island's constraint class, and so its quantization
 	// (wire 2). Nil means DefaultClass.
 	Class func(islandID uint32, members int) quant.Class
+	// Parity is how many Reed–Solomon parity records every frame cut into
+	// 2 … codec.MaxParityFragments fragments carries (wire 2): any
+	// Fragments of its Fragments+Parity records complete it. Zero means
+	// DefaultParity; negative means none; at most codec.MaxParity.
+	Parity int
 }
 
 // Errors.
@@ -174,6 +180,14 @@ func New(cfg Config) (*Broadcaster, error) {
 	}
 	if cfg.KeyframeEvery <= 0 {
 		cfg.KeyframeEvery = DefaultKeyframeEvery
+	}
+	switch {
+	case cfg.Parity == 0:
+		cfg.Parity = DefaultParity
+	case cfg.Parity < 0:
+		cfg.Parity = 0
+	case cfg.Parity > codec.MaxParity:
+		return nil, fmt.Errorf("broadcast: Parity %d above %d", cfg.Parity, codec.MaxParity)
 	}
 	if cfg.Class == nil {
 		cfg.Class = DefaultClass

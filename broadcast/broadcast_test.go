@@ -210,3 +210,43 @@ func BenchmarkFanOut(b *testing.B) {
 		})
 	}
 }
+
+// TestParity: a 160-body frame cut into fragments carries DefaultParity
+// parity records by default, the configured count when set, none when
+// Parity is negative; a count above codec.MaxParity is refused.
+func TestParity(t *testing.T) {
+	if _, err := New(Config{Parity: codec.MaxParity + 1}); err == nil {
+		t.Fatal("parity above the cap accepted")
+	}
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	for _, c := range []struct{ cfg, want int }{{0, DefaultParity}, {-1, 0}, {3, 3}} {
+		bc, err := New(Config{Parity: c.cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := ids(1, 160)
+		live(t, bc, 1, chain)
+		_ = bc.Join(1, 0)
+		_ = bc.Subscribe(1, codec.Subscribe{All: true})
+		bc.Frames([]*island.Frame{frameOf(1, chain, 1)})
+		_, dgs := bc.Take(1, nil, nil)
+		parity, data := 0, 0
+		for _, d := range dgs {
+			_, recs, err := dec.Decode(d.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				switch {
+				case r.Kind == codec.KindParity:
+					parity++
+				case r.Fragments > 1:
+					data++
+				}
+			}
+		}
+		if data < 2 || parity != c.want {
+			t.Fatalf("Parity %d: %d data fragments, %d parity records; want %d", c.cfg, data, parity, c.want)
+		}
+	}
+}

@@ -6,7 +6,10 @@
 // baseline that observer acknowledged (Feedback with codec.Held), with a
 // keyframe at least every KeyframeEvery broadcasts and whenever asked
 // (codec.Keyframes); window advances (codec.Windows) go out when an
-// observer has acknowledged 24 baselines of an island. On wire 1 each
+// observer has acknowledged 24 baselines of an island. A frame cut into
+// several datagrams carries DefaultParity Reed–Solomon parity records
+// (Config.Parity): the frame still completes when up to that many of its
+// datagrams are lost. On wire 1 each
 // broadcast is encoded once per distinct datagram cap and subscription and
 // shared by every observer in that group.
 //

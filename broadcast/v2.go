@@ -16,6 +16,11 @@ const (
 	// keyframes go to an observer at the latest (2 s at 20 Hz), besides
 	// those a new stream, a new segment or a request calls for.
 	DefaultKeyframeEvery = 40
+	// DefaultParity is the parity records a fragmented frame carries: with
+	// two, the 160-link chain (two fragments a frame) commits 92 % of its
+	// frames at 10 % loss and 87 % at 25 % across the impairment matrix,
+	// against 70 % and 51 % with none and 88 % and 76 % with one.
+	DefaultParity = 2
 	// advanceAt is how many acknowledged baselines of an island make the
 	// sender advance its window, keeping the newest: well before the 32
 	// slots fill, so that the observer never has to stop storing.
@@ -176,6 +181,7 @@ func (b *Broadcaster) v2Encoder(maxDatagram int) *codec.V2Encoder {
 	c := b.cfg.Codec
 	c.MaxDatagram = maxDatagram
 	e, _ := codec.NewV2Encoder(c) // the cap was checked at Join
+	_ = e.SetParity(b.cfg.Parity) // checked in New
 	b.enc2[maxDatagram] = e
 	return e
 }

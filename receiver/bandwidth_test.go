@@ -118,6 +118,7 @@ func BenchmarkBandwidth(b *testing.B) {
 					b.ReportMetric(per(e.Position-e0.Position), "pos-bits/body")
 					b.ReportMetric(per(e.Angle-e0.Angle), "angle-bits/body")
 					b.ReportMetric(per(e.Velocity-e0.Velocity), "vel-bits/body")
+					b.ReportMetric(per(e.Parity-e0.Parity), "parity-bits/body")
 				})
 			}
 		}

@@ -36,6 +36,13 @@
 //     asked for; every committed frame becomes a baseline. Feedback encodes
 //     what goes back: Held (baselines held, which also confirms window
 //     advances), Keyframes and Ack.
+//   - Wire 2 parity: once a parity record has arrived, the fragments of
+//     frames cut into several datagrams are kept (at most 64 frames, 250 ms,
+//     4 MiB of buffers in all); when as many records as the frame has
+//     fragments are in and one is still missing, the missing fragments are
+//     rebuilt and go through reassembly like any other, digest included.
+//     A rebuild that does not yield fragments of that frame is refused and
+//     counted (V2Stats.ParityBad).
 //   - Every known island has a view: one without a valid pose at r comes as
 //     missing (Mode store.Empty, no poses), and ViewReady says whether the
 //     whole view is valid at r. While the clock is Frozen the views are held

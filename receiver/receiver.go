@@ -80,20 +80,27 @@ type Receiver struct {
 	st    *store.Store
 	clock *store.Clock
 
-	clockPeriod int64 // send period the clock was built with, µs; 0 for its default
-	welcomed    bool
-	welcome     codec.Welcome
-	timelines   uint32   // local timeline counter: bumps on every new authority timeline
-	known       []uint32 // islands with a manifest, ascending
-	views       []IslandView
-	ready       bool // the last Render showed every known island valid at r
-	acks        map[uint32]*ackState
-	v2          map[uint32]*v2Island // wire v2 decode baselines, by island
-	keyReq      []uint32             // islands to ask keyframes for, ascending
-	ents        []baseline.Entry     // scratch: restored members
-	raw         []byte               // scratch: their v1 records
-	held        codec.Held           // scratch: Feedback
-	ack         codec.Ack            // scratch: Feedback
+	clockPeriod  int64 // send period the clock was built with, µs; 0 for its default
+	welcomed     bool
+	welcome      codec.Welcome
+	timelines    uint32   // local timeline counter: bumps on every new authority timeline
+	known        []uint32 // islands with a manifest, ascending
+	views        []IslandView
+	ready        bool // the last Render showed every known island valid at r
+	acks         map[uint32]*ackState
+	v2           map[uint32]*v2Island // wire v2 decode baselines, by island
+	parity       map[parityKey]*parityFrame
+	parityFree   []*parityFrame
+	parityBytes  int                      // capacity of every parity buffer, kept or free
+	parityDone   [maxParityFrames]doneKey // the last frames finished, in a ring
+	parityDoneAt int
+	parityOn     bool // a parity record arrived: data fragments are kept for rebuilding
+	pdec         codec.ParityDecoder
+	keyReq       []uint32         // islands to ask keyframes for, ascending
+	ents         []baseline.Entry // scratch: restored members
+	raw          []byte           // scratch: their v1 records
+	held         codec.Held       // scratch: Feedback
+	ack          codec.Ack        // scratch: Feedback
 
 	stats Stats
 }
@@ -123,7 +130,7 @@ func New(cfg Config) (*Receiver, error) {
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
 	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
-		acks: make(map[uint32]*ackState), v2: make(map[uint32]*v2Island)}
+		acks: make(map[uint32]*ackState), v2: make(map[uint32]*v2Island), parity: make(map[parityKey]*parityFrame, maxParityFrames)}
 	r.clock = store.NewClock(cfg.Clock)
 	return r, nil
 }
@@ -138,6 +145,9 @@ func (r *Receiver) resetControl() {
 	r.known = r.known[:0]
 	clear(r.acks)
 	clear(r.v2)
+	for key, pf := range r.parity {
+		r.dropParity(key, pf)
+	}
 	r.keyReq = r.keyReq[:0]
 }
 

@@ -29,15 +29,18 @@ type v2Island struct {
 
 // V2Stats counts what the wire-v2 path did.
 type V2Stats struct {
-	Records    uint64 // records expanded (a run counts each island)
-	Keyframes  uint64 // key records
-	Stored     uint64 // frames kept as baselines
-	NoBaseline uint64 // records naming a baseline not held (a keyframe is asked for)
-	OldWindow  uint64 // records of a window already left
-	Future     uint64 // records of a window whose control has not arrived (dropped)
-	Digest     uint64 // whole records whose restored frame failed the digest
-	Windows    uint64 // window advances applied
-	Unknown    uint64 // records of islands without a manifest
+	Records       uint64 // records expanded (a run counts each island)
+	Keyframes     uint64 // key records
+	Stored        uint64 // frames kept as baselines
+	NoBaseline    uint64 // records naming a baseline not held (a keyframe is asked for)
+	OldWindow     uint64 // records of a window already left
+	Future        uint64 // records of a window whose control has not arrived (dropped)
+	Digest        uint64 // whole records whose restored frame failed the digest
+	Windows       uint64 // window advances applied
+	Unknown       uint64 // records of islands without a manifest
+	Rebuilt       uint64 // data fragments rebuilt from parity
+	ParityDropped uint64 // frames with parity whose records expired or were evicted unfinished
+	ParityBad     uint64 // rebuilds refused: parity that does not fit its fragments, or a rebuilt shard that is no fragment of the frame
 }
 
 func (r *Receiver) v2island(id uint32) *v2Island {
@@ -82,16 +85,28 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 			r.v2Delta(now, h, rec)
 		case codec.KindDelta:
 			r.v2Delta(now, h, rec)
+			r.parityData(now, h, rec)
 		case codec.KindKey:
-			r.stats.V2.Records++
-			r.stats.V2.Keyframes++
-			r.ents = rec.ExpandKey(r.ents, h.Time)
-			info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
-				Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
-			r.v2Push(now, rec, info, r.ents, false)
+			r.v2KeyRecord(now, h, rec)
+			r.parityData(now, h, rec)
+		case codec.KindParity:
+			r.parityRecord(now, h, rec)
 		}
 	}
 }
+
+// v2KeyRecord expands a key record (or fragment) and pushes it.
+func (r *Receiver) v2KeyRecord(now int64, h codec.V2Header, rec *codec.V2Record) {
+	r.stats.V2.Records++
+	r.stats.V2.Keyframes++
+	r.ents = rec.ExpandKey(r.ents, h.Time)
+	info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
+		Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
+	r.v2Push(now, rec, info, r.ents, false)
+}
+
+// dec2Config is the v2 decoder's caps.
+func (r *Receiver) dec2Config() codec.Config { return r.dec.Config() }
 
 // base looks up the baseline a record names, counting and asking for a
 // keyframe when it is not held.

@@ -63,6 +63,10 @@ type ServerConfig struct {
 	Metrics *Metrics
 	// Wire is the datagram format (see broadcast.Config.Wire). Zero means 2.
 	Wire int
+	// Parity is the Reed–Solomon parity records each fragmented frame
+	// carries (see broadcast.Config.Parity). Zero means
+	// broadcast.DefaultParity; negative means none.
+	Parity int
 }
 
 func (c *ServerConfig) defaults() error {
@@ -146,7 +150,7 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 	if cfg.Timeline == 0 {
 		cfg.Timeline = randomTimeline()
 	}
-	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire})
+	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire, Parity: cfg.Parity})
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/netsim"
 	"github.com/islandsync/islandsync/scenario"
 )
@@ -73,6 +75,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		jsonOut   = fs.Bool("json", false, "print the report as JSON")
 		plotFile  = fs.String("plot", "", "write joint error over time to this .png or .svg file")
 		wire      = fs.Int("wire", 2, "datagram format: 2 (quantized keyframes and deltas against acknowledged baselines) or 1 (float frames)")
+		parity    = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams (wire 2 only), 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
 		matrix    = fs.Bool("matrix", false, "run the impairment matrix (loss × duplication × jitter × 2 seeds, every scenario) and print one table; with -json, one object per cell")
 		trans     = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
 	)
@@ -104,6 +107,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("-hz %d: in [1, %d], the simulation step rate", *sendHz, scenario.StepHz)}
 	case *wire != 1 && *wire != 2:
 		return usageError{fmt.Errorf("-wire %d: 1 or 2", *wire)}
+	case *parity < 0 || *parity > codec.MaxParity:
+		return usageError{fmt.Errorf("-parity %d: in [0, %d]", *parity, codec.MaxParity)}
 	case *trans != "mem" && *trans != "quic":
 		return usageError{fmt.Errorf("-transport %q: mem or quic", *trans)}
 	}
@@ -115,7 +120,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	opt := options{
-		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic", Wire: *wire,
+		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic", Wire: *wire, Parity: parityConfig(*parity),
 		Net: netsim.Config{Loss: *loss, BurstIn: *burst, Duplicate: *dup, Delay: int64(*delay * 1000),
 			Jitter: int64(*jitter * 1000), Corrupt: *corrupt},
 	}
@@ -191,4 +196,13 @@ func simulate(selected []scenario.Scenario, opt options) (*report, []series, err
 		sers = append(sers, s)
 	}
 	return rep, sers, nil
+}
+
+// parityConfig turns a -parity flag (0: none) into broadcast.Config.Parity
+// (0: the default, negative: none).
+func parityConfig(flag int) int {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }

@@ -54,7 +54,7 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	var mu sync.Mutex
 	src := &measuredSource{Authority: auth, mu: &mu}
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: "127.0.0.1:0", TLS: transport.ServerTLS(cert),
-		Logger: quiet, StepRate: scenario.StepHz, Wire: opt.Wire})
+		Logger: quiet, StepRate: scenario.StepHz, Wire: opt.Wire, Parity: opt.Parity})
 	if err != nil {
 		return scenarioReport{}, series{}, err
 	}

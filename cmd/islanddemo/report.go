@@ -56,6 +56,7 @@ type scenarioReport struct {
 	BandwidthKBps      float64           `json:"bandwidth_kBps"`
 	MaxFragmentsFrame  int               `json:"max_fragments_per_frame"`
 	FramesCommitted    uint64            `json:"frames_committed"`
+	FragmentsRebuilt   uint64            `json:"fragments_rebuilt"` // wire 2: data fragments rebuilt from parity records
 	Rejects            map[string]uint64 `json:"rejects"`
 	Pipeline           receiverReport    `json:"pipeline"`
 	Naive              *receiverReport   `json:"naive,omitempty"` // absent over QUIC: the naive receiver needs the raw link
@@ -81,8 +82,12 @@ func printTable(w io.Writer, r *report) {
 		if s.MaxFragmentsFrame > 0 {
 			frags = fmt.Sprintf(", up to %d fragments/frame", s.MaxFragmentsFrame)
 		}
-		fmt.Fprintf(w, "   sent %d frames in %d datagrams (%d KiB, %.1f kB/s%s); committed %d frames\n",
-			s.FramesSent, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, frags, s.FramesCommitted)
+		rebuilt := ""
+		if s.FragmentsRebuilt > 0 {
+			rebuilt = fmt.Sprintf(" (%d fragments rebuilt from parity)", s.FragmentsRebuilt)
+		}
+		fmt.Fprintf(w, "   sent %d frames in %d datagrams (%d KiB, %.1f kB/s%s); committed %d frames%s\n",
+			s.FramesSent, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, frags, s.FramesCommitted, rebuilt)
 		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected\n", s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected)
 		fmt.Fprintf(w, "   %-22s %12s %16s %16s\n", "receiver", "half-frames", "max joint err m", "p99 joint err m")
 		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "pipeline (atomic)", s.Pipeline.HalfFramesApplied, s.Pipeline.MaxJointError, s.Pipeline.P99JointError)

@@ -26,6 +26,7 @@ type options struct {
 	AdvRate   float64 // hostile packets per legitimate datagram
 	QUIC      bool    // the real server and watcher over QUIC through a relay
 	Wire      int     // datagram format: 1 or 2
+	Parity    int     // broadcast.Config.Parity: 0 the default, negative none
 }
 
 // series is what the plot draws, one point per render tick.
@@ -166,6 +167,7 @@ func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, 
 		BandwidthKBps:      round(float64(bs.Bytes)/opt.Duration/1000, 1),
 		MaxFragmentsFrame:  m.maxFragments,
 		FramesCommitted:    rs.FramesCommitted,
+		FragmentsRebuilt:   rs.V2.Rebuilt,
 		Rejects:            rejects(&rs, m.pipe.ctlErrs),
 		Pipeline:           receiverReport{HalfFramesApplied: m.pipeHalf, MaxJointError: round(maxOf(m.pipeErrs), 4), P99JointError: round(quantile.Nearest(m.pipeErrs, 99), 4)},
 		ServerFloor:        floorReport{MaxJointError: round(maxOf(m.floor), 4), P99JointError: round(quantile.Nearest(m.floor, 99), 4)},
@@ -192,7 +194,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		return scenarioReport{}, series{}, err
 	}
 	world := auth.Worlds()[0]
-	bc, err := broadcast.New(broadcast.Config{Timeline: opt.Seed, SendPeriod: auth.Period(), Wire: opt.Wire})
+	bc, err := broadcast.New(broadcast.Config{Timeline: opt.Seed, SendPeriod: auth.Period(), Wire: opt.Wire, Parity: opt.Parity})
 	if err != nil {
 		return scenarioReport{}, series{}, err
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/scenario"
@@ -55,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		hz       = fs.Int("hz", 20, fmt.Sprintf("broadcast rate per island, 1–%d", scenario.StepHz))
 		cycle    = fs.Duration("cycle", 20*time.Second, "rebuild the scenarios this often (fresh bodies, same timeline); 0 never")
 		idle     = fs.Duration("idle-timeout", 10*time.Second, "close connections silent this long")
+		parity   = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams, 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
 		logLevel = fs.String("log-level", "info", "debug, info, warn or error")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -78,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("-hz %d outside [1, %d]", *hz, scenario.StepHz)
 	case *maxObs < 1 || *maxObs > 65535:
 		return fail("-max-observers %d outside [1, 65535]", *maxObs)
+	case *parity < 0 || *parity > codec.MaxParity:
+		return fail("-parity %d outside [0, %d]", *parity, codec.MaxParity)
 	case *cycle < 0:
 		return fail("-cycle %v is negative", *cycle)
 	case *idle < time.Second:
@@ -115,10 +119,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	src := &cycling{Authority: auth, every: int64(cycle.Seconds() * float64(scenario.StepHz))}
+	par := *parity // broadcast.Config.Parity: 0 is the default, negative none
+	if par == 0 {
+		par = -1
+	}
 	reg := prometheus.NewRegistry()
 	m := transport.NewMetrics(reg)
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert),
-		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz})
+		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz, Parity: par})
 	if err != nil {
 		fmt.Fprintln(stderr, "islandserver:", err)
 		return 1

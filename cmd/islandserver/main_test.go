@@ -13,7 +13,7 @@ import (
 
 func TestFlags(t *testing.T) {
 	bad := [][]string{
-		{"-hz", "0"}, {"-hz", "61"}, {"-max-observers", "0"}, {"-cycle", "-1s"}, {"-idle-timeout", "1ms"},
+		{"-hz", "0"}, {"-hz", "61"}, {"-parity", "-1"}, {"-parity", "17"}, {"-max-observers", "0"}, {"-cycle", "-1s"}, {"-idle-timeout", "1ms"},
 		{"-cert", "c.pem"}, {"-listen", "nohost"}, {"-metrics", "x"}, {"-scenario", "nope"},
 		{"-log-level", "loud"}, {"-bogus"}, {"extra"},
 	}
