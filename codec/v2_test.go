@@ -749,3 +749,38 @@ func TestV2ParityMatchesDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestV2Residuals: the residual walker's fast paths keep every rule. In the
+// v2-delta golden, member 1's residuals start at offset 32 (one byte, 0x71)
+// and its fourth is two bytes at 35 (b8 04).
+func TestV2Residuals(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join(goldenDir, "v2", "v2-delta.00.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good[31] != 0x3f || good[32] != 0x71 || good[35] != 0xb8 || good[36] != 0x04 {
+		t.Fatalf("golden layout changed: % x", good[31:40])
+	}
+	splice := func(at, n int, with ...byte) []byte {
+		b := append(bytes.Clone(good[:at]), with...)
+		return fixCheck(append(b, good[at+n:]...))
+	}
+	dec, _ := NewV2Decoder(Config{})
+	for _, c := range []struct {
+		name string
+		b    []byte
+		ok   bool
+	}{
+		{"as sent", good, true},
+		{"one byte zero", splice(32, 1, 0x00), false},
+		{"two bytes, second zero (not minimal)", splice(35, 2, 0xb8, 0x00), false},
+		{"three bytes, minimal", splice(35, 2, 0xb8, 0x84, 0x01), true},
+		{"three bytes, not minimal", splice(35, 2, 0xb8, 0x84, 0x00), false},
+		{"two bytes cut at the end", fixCheck(append(bytes.Clone(good[:len(good)-1]), 0x81)), false},
+	} {
+		_, _, err := dec.Decode(c.b)
+		if (err == nil) != c.ok || (err != nil && !isCodecError(err)) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

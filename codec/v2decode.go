@@ -149,6 +149,33 @@ func (p *v2Parser) varint(field string) (int64, error) {
 	return v, nil
 }
 
+// residual walks one nonzero residual. Residuals of one and two bytes —
+// nearly all of them — take a fast path with the same checks (minimal,
+// nonzero); longer ones go through varint.
+func (p *v2Parser) residual() error {
+	b, off := p.b, p.off
+	if off < len(b) {
+		switch c := b[off]; {
+		case c == 0:
+			return fail(ErrMalformed, off, "zero residual")
+		case c < 0x80:
+			p.off++
+			return nil
+		case off+1 < len(b) && b[off+1] != 0 && b[off+1] < 0x80:
+			p.off += 2
+			return nil
+		}
+	}
+	v, err := p.varint("residual")
+	if err != nil {
+		return err
+	}
+	if v == 0 {
+		return fail(ErrMalformed, p.off-1, "zero residual")
+	}
+	return nil
+}
+
 // u32 reads a uvarint that must fit 32 bits.
 func (p *v2Parser) u32(field string) (uint32, error) {
 	at := p.off
@@ -392,12 +419,8 @@ func (p *v2Parser) skipDelta(n int) error {
 			}
 			p.off++
 			for range bits.OnesCount8(mask) {
-				v, err := p.varint("residual")
-				if err != nil {
+				if err := p.residual(); err != nil {
 					return err
-				}
-				if v == 0 {
-					return fail(ErrMalformed, p.off-1, "zero residual")
 				}
 			}
 		}

@@ -23,6 +23,11 @@ type lagLoop struct {
 }
 
 func newLagLoop(b testing.TB, scene string, hz, lag int) *lagLoop {
+	return newLagLoopWire(b, scene, hz, lag, 2)
+}
+
+// newLagLoopWire is newLagLoop on the given wire format.
+func newLagLoopWire(b testing.TB, scene string, hz, lag, wire int) *lagLoop {
 	scs, err := scenario.Pick(scene)
 	if err != nil {
 		b.Fatal(err)
@@ -31,7 +36,7 @@ func newLagLoop(b testing.TB, scene string, hz, lag int) *lagLoop {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bc, _ := broadcast.New(broadcast.Config{SendPeriod: auth.Period()})
+	bc, _ := broadcast.New(broadcast.Config{SendPeriod: auth.Period(), Wire: wire})
 	rx, _ := New(Config{})
 	l := &lagLoop{loop: &loop{t: b, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: lag}
 	_ = bc.Join(1, 0)

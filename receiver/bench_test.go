@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -119,8 +120,8 @@ type recording struct {
 
 // record runs scene on wire 2 (acknowledgements one snapshot late) and
 // keeps what the observer received, after a warm-up.
-func record(b testing.TB, scene string, snaps int) *recording {
-	l := newLagLoop(b, scene, 20, 1)
+func record(b testing.TB, scene string, snaps, wire int) *recording {
+	l := newLagLoopWire(b, scene, 20, 1, wire)
 	rec := &recording{}
 	for i := range snaps + 100 {
 		l.ctl = l.ctl[:0]
@@ -161,13 +162,30 @@ func record(b testing.TB, scene string, snaps int) *recording {
 }
 
 // BenchmarkReceiveV2 replays 300 snapshots of the 160-link chain on wire 2
-// (mostly deltas, keyframes every 2 s) into a fresh receiver: decode,
-// expand, reassemble, validate, commit, keep baselines, render. The figure
-// to compare with BenchmarkReceive (wire 1) is ns/body.
+// (mostly deltas, keyframes every 2 s, two parity records per frame) into a
+// fresh receiver: decode, expand, reassemble, validate, commit, keep
+// baselines, render. The figure to compare with BenchmarkReceive (wire 1,
+// one synthetic frame) and BenchmarkReplay/wire=1 is ns/body.
 func BenchmarkReceiveV2(b *testing.B) {
-	rec := record(b, "chain", 300)
+	replay(b, record(b, "chain", 300, 2))
+}
+
+// BenchmarkReplay replays the same 300 chain snapshots recorded on each
+// wire format: the like-for-like receive cost per body.
+func BenchmarkReplay(b *testing.B) {
+	for _, wire := range []int{1, 2} {
+		b.Run(fmt.Sprintf("wire=%d", wire), func(b *testing.B) {
+			replay(b, record(b, "chain", 300, wire))
+		})
+	}
+}
+
+// replay feeds a recording into a fresh receiver per iteration and reports
+// ns per body received.
+func replay(b *testing.B, rec *recording) {
 	lim := codec.ControlLimits{}.WithDefaults()
 	bodies := 0
+	var committed uint64
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
@@ -187,6 +205,10 @@ func BenchmarkReceiveV2(b *testing.B) {
 			}
 		}
 		bodies += rec.body
+		committed = rx.Stats().FramesCommitted
+	}
+	if committed == 0 {
+		b.Fatal("nothing committed")
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(bodies), "ns/body")
 }
