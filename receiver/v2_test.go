@@ -320,12 +320,18 @@ func TestV2ParityHostile(t *testing.T) {
 	}
 	// Forged shards that still parse as a fragment are refused by reassembly:
 	// the frame's digest, or a conflict with a copy of the fragment held.
-	var refused uint64
+	var refused, named uint64
 	st.Rejects(func(reason string, n uint64) {
 		if strings.Contains(reason, "digest") || strings.Contains(reason, "conflict") {
 			refused += n
 		}
+		if reason == "v2:parity-bad" {
+			named = n
+		}
 	})
+	if named != st.V2.ParityBad {
+		t.Fatalf("Rejects names %d parity-bad, stats hold %d", named, st.V2.ParityBad)
+	}
 	if st.V2.Rebuilt > refused {
 		t.Fatalf("%d fragments rebuilt from forged parity, %d refused by reassembly", st.V2.Rebuilt, refused)
 	}
