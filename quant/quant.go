@@ -89,6 +89,10 @@ const limit = 1 << 53
 // pow2 returns 2^bits exactly (bits ≤ 62).
 func pow2(bits uint8) float64 { return float64(int64(1) << bits) }
 
+// invPow2 is 2^-bits, built from its exponent: multiplying by it equals
+// dividing by pow2(bits) exactly, without a division.
+func invPow2(bits uint8) float64 { return math.Float64frombits(uint64(1023-int(bits)) << 52) }
+
 func q(v float64, bits uint8) (int64, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, ErrNonFinite
@@ -124,12 +128,12 @@ func Quantize(s island.State, p Precision) (State, error) {
 // reciprocal of a power of two is exact, so every platform restores the
 // same bits.
 func (s State) State(p Precision) island.State {
-	pos, vel := 1/pow2(p.Pos), 1/pow2(p.Vel)
+	pos, vel := invPow2(p.Pos), invPow2(p.Vel)
 	return island.State{
 		X: float64(s.X) * pos, Y: float64(s.Y) * pos,
-		Angle: float64(s.Angle) / pow2(p.Angle) * turn,
+		Angle: float64(s.Angle) * invPow2(p.Angle) * turn,
 		VX:    float64(s.VX) * vel, VY: float64(s.VY) * vel,
-		AngVel: float64(s.AngVel) / pow2(p.AngVel) * turn,
+		AngVel: float64(s.AngVel) * invPow2(p.AngVel) * turn,
 	}
 }
 

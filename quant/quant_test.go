@@ -86,3 +86,18 @@ func TestDeltasAreIntegers(t *testing.T) {
 		t.Fatalf("the wrong baseline gives %d", got.X) // what a receiver must never do
 	}
 }
+
+// TestInvPow2: multiplying by invPow2 is dividing by pow2, bit for bit,
+// for every exponent a precision can hold and values up to the 2⁵³ cap.
+func TestInvPow2(t *testing.T) {
+	for bits := uint8(0); bits <= 30; bits++ {
+		if invPow2(bits) != 1/pow2(bits) {
+			t.Fatalf("invPow2(%d) = %g", bits, invPow2(bits))
+		}
+		for _, v := range []int64{0, 1, -1, 3, 12345, -987654321, 1<<53 - 1, -(1<<53 - 1)} {
+			if a, b := float64(v)*invPow2(bits), float64(v)/pow2(bits); a != b {
+				t.Fatalf("%d at %d bits: %g vs %g", v, bits, a, b)
+			}
+		}
+	}
+}
