@@ -148,6 +148,7 @@ func (r *Receiver) resetControl() {
 	for key, pf := range r.parity {
 		r.dropParity(key, pf)
 	}
+	r.parityDone = [maxParityFrames]doneKey{} // a new timeline numbers frames anew
 	r.keyReq = r.keyReq[:0]
 }
 

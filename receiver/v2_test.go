@@ -349,3 +349,23 @@ func resign(dg []byte) []byte {
 	binary.LittleEndian.PutUint32(dg[17:], uint32(h.Sum64()))
 	return dg
 }
+
+// TestParityForgetsFinishedOnReset: a new timeline numbers its frames from
+// the start again, so the frames finished before it must not shut out the
+// parity of the new frames that reuse their numbers.
+func TestParityForgetsFinishedOnReset(t *testing.T) {
+	rx, _ := New(Config{})
+	key := parityKey{island: 7, seq: 3}
+	pf := rx.parityFrame(0, key, 2, 2)
+	if pf == nil {
+		t.Fatal("no entry")
+	}
+	rx.finishParity(key, pf)
+	if rx.parityFrame(1, key, 2, 2) != nil {
+		t.Fatal("a finished frame got a new entry")
+	}
+	rx.resetControl()
+	if rx.parityFrame(2, key, 2, 2) == nil {
+		t.Fatal("after a reset, a frame with a finished frame's number gets no entry")
+	}
+}
