@@ -568,8 +568,9 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 		e.moveFields()
 		return nil
 	}
-	// Fragments: greedy member ranges, sized for an empty datagram — less
-	// the room a parity record needs beside its shard.
+	// Fragments: greedy member ranges count the fragments needed, each sized
+	// for an empty datagram less the room a parity record needs beside its
+	// shard; balance then evens their sizes.
 	if e.parity > 0 {
 		max -= parityOverhead
 	}
