@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -855,4 +856,58 @@ func BenchmarkV2Parity(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestV2ParitySizes: seeded frames of many sizes, islands and datagram
+// caps, with 1–3 parity records: every datagram fits the cap, every data
+// fragment is within a few bytes of the others (even cut), and every
+// record decodes.
+func TestV2ParitySizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	protected := 0
+	for range 200 {
+		maxDg := MinMaxDatagram + rng.IntN(1400)
+		w := newV2World(t, Config{MaxDatagram: maxDg})
+		m := 1 + rng.IntN(3)
+		if err := w.enc.SetParity(m); err != nil {
+			t.Fatal(err)
+		}
+		isl := []uint32{1, 200, 70_000, math.MaxUint32}[rng.IntN(4)]
+		n := 20 + rng.IntN(600)
+		f := v2Frame(isl, n, 5, quant.Class(rng.IntN(3)), rng.Float64()*100)
+		w.enc.Begin(5, 250_000)
+		if err := w.enc.AddKey(&f, uint32(rng.IntN(1000))); err != nil {
+			continue // too many fragments for the cap: refused, not cut wrong
+		}
+		var data []int
+		parity := 0
+		for _, dg := range w.enc.Datagrams() {
+			if len(dg) > maxDg {
+				t.Fatalf("cap %d: a %d-byte datagram", maxDg, len(dg))
+			}
+			_, recs, err := w.dec.Decode(dg)
+			if err != nil {
+				t.Fatalf("cap %d, island %d, %d members: %v", maxDg, isl, n, err)
+			}
+			for _, r := range recs {
+				if r.Kind == KindParity {
+					parity++
+				} else if r.Fragments > 1 {
+					data = append(data, len(dg))
+				}
+			}
+		}
+		if len(data) > 1 && len(data) <= MaxParityFragments {
+			protected++
+			if parity != m {
+				t.Fatalf("%d data fragments, %d parity records, want %d", len(data), parity, m)
+			}
+		}
+		if len(data) > 1 && slices.Max(data)-slices.Min(data) > 64 {
+			t.Fatalf("cap %d: fragment sizes %v are not even", maxDg, data)
+		}
+	}
+	if protected < 100 {
+		t.Fatalf("only %d of 200 frames were cut and protected", protected)
+	}
 }
