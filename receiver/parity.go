@@ -1,6 +1,8 @@
 package receiver
 
 import (
+	"slices"
+
 	"github.com/islandsync/islandsync/codec"
 )
 
@@ -159,14 +161,23 @@ func (r *Receiver) finishParity(key parityKey, pf *parityFrame) {
 	pf.done = true
 	r.parityDone[r.parityDoneAt%len(r.parityDone)] = doneKey{key, true}
 	r.parityDoneAt++
-	r.dropParity(key, pf)
+	r.releaseParity(key, pf)
 }
 
-// dropParity forgets a frame's records and keeps the entry for reuse.
+// dropParity forgets an expired or evicted frame's records, keeps the entry
+// for reuse, and counts the frame as dropped when some of its data arrived
+// but it never completed.
 func (r *Receiver) dropParity(key parityKey, pf *parityFrame) {
-	if !pf.done {
-		r.stats.V2.ParityDropped++
+	r.releaseParity(key, pf)
+	if pf.done || !slices.ContainsFunc(pf.shards[:pf.k], func(s []byte) bool { return s != nil }) {
+		return // finished, or none of its data seen here (it went by before parity was on)
 	}
+	r.stats.V2.ParityDropped++
+}
+
+// releaseParity forgets a frame's records without counting anything and
+// keeps the entry for reuse.
+func (r *Receiver) releaseParity(key parityKey, pf *parityFrame) {
 	delete(r.parity, key)
 	if len(r.parityFree) < maxParityFrames {
 		r.parityFree = append(r.parityFree, pf)

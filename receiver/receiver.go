@@ -146,7 +146,7 @@ func (r *Receiver) resetControl() {
 	clear(r.acks)
 	clear(r.v2)
 	for key, pf := range r.parity {
-		r.dropParity(key, pf)
+		r.releaseParity(key, pf)
 	}
 	r.parityDone = [maxParityFrames]doneKey{} // a new timeline numbers frames anew
 	r.keyReq = r.keyReq[:0]

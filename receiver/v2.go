@@ -39,7 +39,7 @@ type V2Stats struct {
 	Windows       uint64 // window advances applied
 	Unknown       uint64 // records of islands without a manifest
 	Rebuilt       uint64 // data fragments rebuilt from parity
-	ParityDropped uint64 // frames with parity whose records expired or were evicted unfinished
+	ParityDropped uint64 // frames with parity, some of whose data arrived, that expired or were evicted unfinished
 	ParityBad     uint64 // rebuilds refused: parity that does not fit its fragments, or a rebuilt shard that is no fragment of the frame
 }
 

@@ -369,3 +369,21 @@ func TestParityForgetsFinishedOnReset(t *testing.T) {
 		t.Fatal("after a reset, a frame with a finished frame's number gets no entry")
 	}
 }
+
+// TestParityExpiryCounts: a frame whose parity records arrived but none of
+// whose data was seen (it went by before the first parity record turned
+// keeping on) expires silently; one that lost data it could not rebuild
+// counts as dropped.
+func TestParityExpiryCounts(t *testing.T) {
+	rx, _ := New(Config{})
+	rx.parityFrame(0, parityKey{island: 1, seq: 1}, 2, 2) // parity only
+	pf := rx.parityFrame(0, parityKey{island: 2, seq: 1}, 2, 2)
+	pf.shards[0] = []byte{1} // one data fragment in, the other lost
+	rx.parityFrame(parityTTL, parityKey{island: 3, seq: 2}, 2, 2) // both expire
+	if got := rx.Stats().V2.ParityDropped; got != 1 {
+		t.Fatalf("%d frames counted as dropped, want 1", got)
+	}
+	if len(rx.parity) != 1 {
+		t.Fatalf("%d entries left, want the new one", len(rx.parity))
+	}
+}

@@ -48,6 +48,7 @@ type summary struct {
 	DurationS         float64           `json:"duration_s"`
 	Islands           int               `json:"islands"`
 	FramesCommitted   uint64            `json:"frames_committed"`
+	FragmentsRebuilt  uint64            `json:"fragments_rebuilt"` // data fragments rebuilt from parity records
 	HalfFramesApplied int               `json:"half_frames_applied"`
 	Datagrams         uint64            `json:"datagrams"`
 	FreezeS           float64           `json:"freeze_s"`
@@ -139,8 +140,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		lastSecond += 1_000_000
 		st := tk.Receiver.Stats()
 		if !*jsonOut {
-			fmt.Fprintf(stdout, "%5.0fs  islands %3d  committed %4d/s  half-frames %d  freeze %.2fs  age p95 %3.0f ms  rejects %s\n",
-				time.Since(start).Seconds(), len(tk.Receiver.Islands()), st.FramesCommitted-last.FramesCommitted, half,
+			fmt.Fprintf(stdout, "%5.0fs  islands %3d  committed %4d/s  rebuilt %3d/s  half-frames %d  freeze %.2fs  age p95 %3.0f ms  rejects %s\n",
+				time.Since(start).Seconds(), len(tk.Receiver.Islands()), st.FramesCommitted-last.FramesCommitted,
+				st.V2.Rebuilt-last.V2.Rebuilt, half,
 				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
 				quantile.Nearest(ages, 95), rejectLine(&st))
 		}
@@ -159,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rx := w.Receiver()
 		st := rx.Stats()
 		s := summary{Addr: *addr, DurationS: time.Since(start).Seconds(), Islands: len(rx.Islands()),
-			FramesCommitted: st.FramesCommitted, HalfFramesApplied: half, Datagrams: st.Datagrams,
+			FramesCommitted: st.FramesCommitted, FragmentsRebuilt: st.V2.Rebuilt, HalfFramesApplied: half, Datagrams: st.Datagrams,
 			FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
 			SnapshotAgeP95ms: quantile.Nearest(append(allAg, ages...), 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
 			Rejects: map[string]uint64{}}
