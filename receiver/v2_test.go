@@ -378,7 +378,7 @@ func TestParityExpiryCounts(t *testing.T) {
 	rx, _ := New(Config{})
 	rx.parityFrame(0, parityKey{island: 1, seq: 1}, 2, 2) // parity only
 	pf := rx.parityFrame(0, parityKey{island: 2, seq: 1}, 2, 2)
-	pf.shards[0] = []byte{1} // one data fragment in, the other lost
+	pf.shards[0] = []byte{1}                                      // one data fragment in, the other lost
 	rx.parityFrame(parityTTL, parityKey{island: 3, seq: 2}, 2, 2) // both expire
 	if got := rx.Stats().V2.ParityDropped; got != 1 {
 		t.Fatalf("%d frames counted as dropped, want 1", got)
