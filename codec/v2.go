@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/reedsolomon"
@@ -255,14 +256,18 @@ type V2Encoder struct {
 	bytes    V2Bytes
 	// per-field sizes of the frame being built, added to bytes once placed
 	fieldBytes [4]int64 // indices, position, angle, velocity
-	run        struct {
-		open          bool
-		first, count  uint32
-		window, lag   uint32
-		class         quant.Class
-		last          uint32
-		startDatagram int
-	}
+	run        openRun
+}
+
+// openRun is the run record being gathered: consecutive islands that moved
+// exactly as predicted against the same window, lag and class.
+type openRun struct {
+	open          bool
+	first, count  uint32
+	window, lag   uint32
+	class         quant.Class
+	last          uint32
+	startDatagram int
 }
 
 // Bytes returns where the encoder's bytes went since it was made.
@@ -369,6 +374,24 @@ func (e *V2Encoder) Datagrams() [][]byte {
 	return e.views
 }
 
+// appendKeyFields appends what a key record has before its member count:
+// sender, epoch, topology, config, segment and window.
+func appendKeyFields(dst []byte, sender island.SenderID, key island.Key, segment, window uint32) []byte {
+	for _, v := range [...]uint32{uint32(sender), key.Epoch, key.Topology, key.Config, segment, window} {
+		dst = appendU(dst, uint64(v))
+	}
+	return dst
+}
+
+// appendPart appends a fragment record's place in its frame and the
+// frame's 64-bit digest.
+func appendPart(dst []byte, fragments, index, first, n int, digest uint64) []byte {
+	for _, v := range [...]int{fragments, index, first, n} {
+		dst = appendU(dst, uint64(v))
+	}
+	return binary.LittleEndian.AppendUint64(dst, digest)
+}
+
 func head(kind RecordKind, class quant.Class, flags island.Flags) byte {
 	h := byte(kind) | byte(class)<<2
 	if flags&island.FlagInitial != 0 {
@@ -403,13 +426,7 @@ func (e *V2Encoder) AddKey(f *V2Frame, window uint32) error {
 		}
 		e.members = append(e.members, len(e.scratch))
 	}
-	pre := e.rec[:0]
-	pre = appendU(pre, uint64(f.Sender))
-	pre = appendU(pre, uint64(f.Key.Epoch))
-	pre = appendU(pre, uint64(f.Key.Topology))
-	pre = appendU(pre, uint64(f.Key.Config))
-	pre = appendU(pre, uint64(f.Segment))
-	pre = appendU(pre, uint64(window))
+	pre := appendKeyFields(e.rec[:0], f.Sender, f.Key, f.Segment, window)
 	e.rec = pre
 	return e.emit(head(KindKey, f.Class, f.Flags), f, len(pre), 0, 0, 0)
 }
@@ -511,14 +528,7 @@ func (e *V2Encoder) addRun(isl, window, lag uint32, class quant.Class) {
 		return
 	}
 	e.flushRun()
-	*r = struct {
-		open          bool
-		first, count  uint32
-		window, lag   uint32
-		class         quant.Class
-		last          uint32
-		startDatagram int
-	}{open: true, first: isl, count: 1, window: window, lag: lag, class: class, last: isl}
+	*r = openRun{open: true, first: isl, count: 1, window: window, lag: lag, class: class, last: isl}
 }
 
 func (e *V2Encoder) flushRun() {
@@ -599,12 +609,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 	withParity := e.parity > 0 && count <= MaxParityFragments
 	e.shardLen = 0
 	for i := 0; i < count; i++ {
-		body := e.rec[:pre]
-		body = appendU(body, uint64(count))
-		body = appendU(body, uint64(i))
-		body = appendU(body, uint64(spans[i].first))
-		body = appendU(body, uint64(spans[i].n))
-		body = binary.LittleEndian.AppendUint64(body, d)
+		body := appendPart(e.rec[:pre], count, i, spans[i].first, spans[i].n, d)
 		body = e.appendMembers(body, h, spans[i].first, spans[i].n)
 		e.rec = body
 		if withParity {
@@ -617,7 +622,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen
 	e.spans = spans
 	e.moveFields()
 	if withParity {
-		return e.emitParity(byte(KindRun)|byte(f.Class)<<2|headFragment, f.Key.Island, window, count)
+		return e.emitParity(head(KindRun, f.Class, 0)|headFragment, f.Key.Island, window, count)
 	}
 	return nil
 }
@@ -661,7 +666,8 @@ func (e *V2Encoder) balance(spans []span, h byte, pre, n, max int) []span {
 		return spans
 	}
 	fixed := pre + 4*uvarintLen(uint64(n)) + 8
-	even := spans[count:]
+	spans = slices.Grow(spans, count) // the even cut is built behind the greedy one
+	even := spans[count:count]
 	first := 0
 	for i := range count {
 		left := count - i

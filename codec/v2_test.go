@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -599,11 +600,9 @@ func TestV2Parity(t *testing.T) {
 	var dec ParityDecoder
 	for lost := range k { // lose data fragment `lost` and one more record
 		shards := make([][]byte, k+m)
-		l := len(parity[0].Shard())
 		for i, r := range data {
 			if i != lost {
-				s := AppendStandalone(nil, &r)
-				shards[i] = append(s, make([]byte, l-len(s))...)
+				shards[i] = AppendStandalone(nil, &r) // Reconstruct pads it
 			}
 		}
 		shards[k] = parity[0].Shard()
@@ -620,6 +619,22 @@ func TestV2Parity(t *testing.T) {
 			if want := f.Members[r.First+i]; e.ID != want.ID || e.Q != want.Q {
 				t.Fatalf("rebuilt fragment %d member %d differs", lost, i)
 			}
+		}
+	}
+	// Shards that cannot be one frame's are refused: parity records of
+	// different lengths, a data shard longer than the parity, no parity.
+	if k != 3 {
+		t.Fatalf("%d data fragments; the cases below are written for 3", k)
+	}
+	p0, p1 := parity[0].Shard(), parity[1].Shard()
+	long := append(AppendStandalone(nil, &data[0]), make([]byte, len(p0))...)
+	for name, shards := range map[string][][]byte{
+		"parity lengths": {nil, AppendStandalone(nil, &data[1]), AppendStandalone(nil, &data[2]), p0, p1[:len(p1)-1]},
+		"long data":      {nil, long, AppendStandalone(nil, &data[2]), p0, p1},
+		"no parity":      {nil, AppendStandalone(nil, &data[1]), AppendStandalone(nil, &data[2]), nil, nil},
+	} {
+		if err := dec.Reconstruct(shards, k, m); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 	// Standalone forms of records that were not lost are what the encoder
@@ -840,11 +855,7 @@ func BenchmarkV2Parity(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for i := 1; i < k; i++ { // fragment 0 is lost
-				s := AppendStandalone(bufs[i][:0], &data[i])
-				for len(s) < l {
-					s = append(s, 0)
-				}
-				shards[i] = s
+				shards[i] = AppendStandalone(bufs[i][:0], &data[i])
 			}
 			shards[0] = bufs[0][:0]
 			shards[k] = par[0].Shard()
@@ -909,5 +920,32 @@ func TestV2ParitySizes(t *testing.T) {
 	}
 	if protected < 100 {
 		t.Fatalf("only %d of 200 frames were cut and protected", protected)
+	}
+}
+
+// TestV2EncodeAllocs: once warm, cutting a 160-member frame into fragments
+// allocates nothing; with parity, only the Reed–Solomon library's one
+// working array per frame.
+func TestV2EncodeAllocs(t *testing.T) {
+	f := v2Frame(40, 160, 4, quant.Chain, 2)
+	for _, c := range []struct {
+		parity int
+		allocs float64
+	}{{0, 0}, {2, 1}} {
+		w := newV2World(t, Config{})
+		_ = w.enc.SetParity(c.parity)
+		step := func() {
+			w.enc.Begin(4, 200_000)
+			if err := w.enc.AddKey(&f, 0); err != nil {
+				t.Fatal(err)
+			}
+			if len(w.enc.Datagrams()) < 2 {
+				t.Fatal("not fragmented")
+			}
+		}
+		step()
+		if a := testing.AllocsPerRun(100, step); a > c.allocs {
+			t.Fatalf("parity %d: %.1f allocations per frame", c.parity, a)
+		}
 	}
 }

@@ -2,8 +2,11 @@ package codec
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/klauspost/reedsolomon"
+
+	"github.com/islandsync/islandsync/island"
 )
 
 // Parity (wire v2): a frame cut into fragments can carry Reed–Solomon
@@ -59,10 +62,7 @@ func (e *V2Encoder) emitParity(head byte, isl, window uint32, k int) error {
 		if i >= k {
 			s = s[:0]
 		}
-		for len(s) < e.shardLen {
-			s = append(s, 0)
-		}
-		e.shards[i] = s[:e.shardLen]
+		e.shards[i] = padShard(s, e.shardLen)
 	}
 	rs, err := rsCodec(&e.rs, k, m)
 	if err != nil {
@@ -111,35 +111,14 @@ func rsCodec(cache *map[rsKey]reedsolomon.Encoder, k, m int) (reedsolomon.Encode
 // AppendStandalone appends the standalone form of a key or delta fragment
 // record — the bytes its parity was computed over — to dst.
 func AppendStandalone(dst []byte, r *V2Record) []byte {
-	h := byte(r.Kind) | byte(r.Class)<<2 | headFragment
-	if r.Flags&1 != 0 {
-		h |= headInitial
-	}
-	if r.Flags&2 != 0 {
-		h |= headRelease
-	}
-	dst = appendU(append(dst, h), uint64(r.Island))
+	dst = appendU(append(dst, head(r.Kind, r.Class, r.Flags)|headFragment), uint64(r.Island))
 	if r.Kind == KindKey {
-		for _, v := range [...]uint32{uint32(r.Sender), r.Epoch, r.Topology, r.Config, r.Segment} {
-			dst = appendU(dst, uint64(v))
-		}
+		dst = appendKeyFields(dst, r.Sender, island.Key{Epoch: r.Epoch, Topology: r.Topology, Config: r.Config}, r.Segment, r.Window)
+	} else {
+		dst = appendU(appendU(dst, uint64(r.Window)), uint64(r.Lag))
 	}
-	dst = appendU(dst, uint64(r.Window))
-	if r.Kind != KindKey {
-		dst = appendU(dst, uint64(r.Lag))
-	}
-	for _, v := range [...]int{r.Total, r.Fragments, r.Index, r.First, r.N} {
-		dst = appendU(dst, uint64(v))
-	}
-	dst = appendU64(dst, r.Digest)
+	dst = appendPart(appendU(dst, uint64(r.Total)), r.Fragments, r.Index, r.First, r.N, r.Digest)
 	return append(dst, r.members...)
-}
-
-func appendU64(b []byte, v uint64) []byte {
-	for i := 0; i < 8; i++ {
-		b = append(b, byte(v>>(8*i)))
-	}
-	return b
 }
 
 // ParseStandalone parses a reconstructed data shard: one key or delta
@@ -172,14 +151,46 @@ func ParseStandalone(b []byte, cfg Config) (V2Record, error) {
 // Not safe for concurrent use.
 type ParityDecoder struct{ rs map[rsKey]reedsolomon.Encoder }
 
-// Reconstruct fills the nil entries among shards[:k] from the others
-// (k data shards, then m parity shards, all of one length; at least k
-// present; a missing one is nil or empty). An empty shard with room for the
-// shard length is rebuilt in place; a nil one is allocated.
+// Reconstruct fills the missing entries (nil or empty) among shards[:k]
+// from the others: k data shards — standalone forms as received, shorter
+// than the parity shards — then m parity shards of one length; at least k
+// present. Present data shards are zero-padded in place to the parity
+// length; an empty missing shard with room for it is rebuilt in place, a
+// nil one is allocated. Parity shards of different lengths, or a data
+// shard longer than them, are ErrMalformed: they are not one frame's.
 func (d *ParityDecoder) Reconstruct(shards [][]byte, k, m int) error {
+	l := 0
+	for _, s := range shards[k : k+m] {
+		switch {
+		case len(s) == 0:
+		case l == 0:
+			l = len(s)
+		case len(s) != l:
+			return fail(ErrMalformed, -1, "parity shard lengths")
+		}
+	}
+	if l == 0 {
+		return fail(ErrMalformed, -1, "no parity shard")
+	}
+	for i, s := range shards[:k] {
+		if len(s) > l {
+			return fail(ErrMalformed, -1, "data shard longer than parity")
+		}
+		if len(s) > 0 {
+			shards[i] = padShard(s, l)
+		}
+	}
 	rs, err := rsCodec(&d.rs, k, m)
 	if err != nil {
 		return err
 	}
 	return rs.ReconstructData(shards)
+}
+
+// padShard zero-pads s to l bytes, in place when it has room.
+func padShard(s []byte, l int) []byte {
+	n := len(s)
+	s = slices.Grow(s, l-n)[:l]
+	clear(s[n:])
+	return s
 }
