@@ -129,14 +129,14 @@ func (r *Receiver) parityFrame(now int64, key parityKey, k, m int) *parityFrame 
 		}
 	}
 	if len(r.parity) >= maxParityFrames {
-		var oldest parityKey
-		first := true
+		var oldKey parityKey
+		var old *parityFrame
 		for key2, pf := range r.parity {
-			if first || pf.created < r.parity[oldest].created {
-				oldest, first = key2, false
+			if old == nil || pf.created < old.created {
+				oldKey, old = key2, pf
 			}
 		}
-		r.dropParity(oldest, r.parity[oldest])
+		r.dropParity(oldKey, old)
 	}
 	var pf *parityFrame
 	if n := len(r.parityFree); n > 0 {
@@ -200,36 +200,16 @@ func (r *Receiver) rebuild(now int64, h codec.V2Header, key parityKey, pf *parit
 	if pf.m == 0 || pf.have < pf.k {
 		return
 	}
-	l := 0
-	for _, s := range pf.shards[pf.k:] {
-		if s != nil {
-			l = len(s)
-		}
-	}
-	for i, s := range pf.shards {
-		switch {
-		case s == nil:
-		case len(s) > l:
-			r.stats.V2.ParityBad++ // a data fragment longer than the parity: not this frame's parity
-			r.finishParity(key, pf)
-			return
-		case len(s) < l:
-			for len(s) < l {
-				s = append(s, 0)
-			}
-			pf.set(i, s)
-		}
-	}
 	for i := range pf.k {
 		if missing&(1<<i) != 0 {
-			if b, ok := r.slot(pf, i); ok && cap(b) >= l {
+			if b, ok := r.slot(pf, i); ok {
 				pf.shards[i] = b // empty with room: rebuilt in place
 			}
 		}
 	}
 	r.finishParity(key, pf)
 	if err := r.pdec.Reconstruct(pf.shards, pf.k, pf.m); err != nil {
-		r.stats.V2.ParityBad++
+		r.stats.V2.ParityBad++ // parity shards that disagree in length with each other or with the data
 		return
 	}
 	for i := range pf.k {

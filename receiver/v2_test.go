@@ -58,6 +58,13 @@ func newLoopConfig(t testing.TB, names string, cfg broadcast.Config) *loop {
 
 // step runs one simulation step; drop decides the fate of each datagram.
 func (l *loop) step(drop func(i int) bool) {
+	l.send()
+	l.receive(drop)
+	l.feedBack()
+}
+
+// send steps the authority, broadcasts, and delivers the control stream.
+func (l *loop) send() {
 	l.now += 1_000_000 / scenario.StepHz
 	msgs, frames := l.auth.Step()
 	for _, m := range msgs {
@@ -66,6 +73,11 @@ func (l *loop) step(drop func(i int) bool) {
 	l.bc.Frames(frames)
 	l.ctl, l.dgs = l.bc.Take(1, l.ctl[:0], l.dgs[:0])
 	l.deliver(l.ctl, func(m codec.Message) { _ = l.rx.Control(l.now, m) })
+}
+
+// receive is the observer's receive path: the datagrams drop lets through,
+// a render, and the feedback to send.
+func (l *loop) receive(drop func(i int) bool) {
 	for i, d := range l.dgs {
 		l.sent += uint64(len(d.Bytes))
 		if drop == nil || !drop(i) {
@@ -74,6 +86,10 @@ func (l *loop) step(drop func(i int) bool) {
 	}
 	l.rx.Render(l.now)
 	l.fb = l.rx.Feedback(l.fb[:0])
+}
+
+// feedBack delivers the observer's feedback to the broadcaster.
+func (l *loop) feedBack() {
 	l.deliver(l.fb, func(m codec.Message) {
 		if err := l.bc.Feedback(1, m); err != nil {
 			l.t.Fatalf("feedback %v: %v", m.Type(), err)
@@ -227,27 +243,12 @@ func receiveAllocs(l *loop, drop func(i int) bool) (mallocs, rebuilt uint64) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	runtime.GC()
 	for range 100 {
-		l.now += 1_000_000 / scenario.StepHz
-		msgs, frames := l.auth.Step()
-		for _, m := range msgs {
-			_ = l.bc.Apply(m)
-		}
-		l.bc.Frames(frames)
-		l.ctl, l.dgs = l.bc.Take(1, l.ctl[:0], l.dgs[:0])
-		if len(l.ctl) > 0 {
-			l.deliver(l.ctl, func(m codec.Message) { _ = l.rx.Control(l.now, m) })
-		}
+		l.send()
 		runtime.ReadMemStats(&m0)
-		for i, d := range l.dgs {
-			if drop == nil || !drop(i) {
-				l.rx.Datagram(l.now, d.Bytes)
-			}
-		}
-		l.rx.Render(l.now)
-		l.fb = l.rx.Feedback(l.fb[:0])
+		l.receive(drop)
 		runtime.ReadMemStats(&m1)
 		mallocs += m1.Mallocs - m0.Mallocs
-		l.deliver(l.fb, func(m codec.Message) { _ = l.bc.Feedback(1, m) })
+		l.feedBack()
 	}
 	return mallocs, l.rx.Stats().V2.Rebuilt - rebuilt
 }
@@ -385,5 +386,22 @@ func TestParityExpiryCounts(t *testing.T) {
 	}
 	if len(rx.parity) != 1 {
 		t.Fatalf("%d entries left, want the new one", len(rx.parity))
+	}
+}
+
+// TestParityEvictsOldest: at the cap, a new frame's entry takes the place
+// of the oldest one.
+func TestParityEvictsOldest(t *testing.T) {
+	rx, _ := New(Config{})
+	for i := range maxParityFrames {
+		rx.parityFrame(int64(maxParityFrames-i), parityKey{island: uint32(i), seq: 1}, 2, 2)
+	}
+	// island 63 was made first (at time 1): it goes.
+	rx.parityFrame(100, parityKey{island: 999, seq: 1}, 2, 2)
+	if len(rx.parity) != maxParityFrames {
+		t.Fatalf("%d entries", len(rx.parity))
+	}
+	if rx.parity[parityKey{island: maxParityFrames - 1, seq: 1}] != nil || rx.parity[parityKey{island: 0, seq: 1}] == nil {
+		t.Fatal("evicted the wrong entry")
 	}
 }
