@@ -129,7 +129,6 @@ type Broadcaster struct {
 	// wire v2
 	seq    uint32 // broadcast sequence
 	enc2   map[int]*codec.V2Encoder
-	dec2   *codec.V2Decoder
 	quant  []quantized
 	byTime []*island.Frame
 	ids    []ObserverID
@@ -192,13 +191,9 @@ func New(cfg Config) (*Broadcaster, error) {
 	if cfg.Class == nil {
 		cfg.Class = DefaultClass
 	}
-	dec2, err := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram, MaxMembers: cfg.Codec.MaxMembers, MaxFragments: cfg.Codec.MaxFragments})
-	if err != nil {
-		return nil, err
-	}
 	return &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
 		manifests: map[uint32]island.Manifest{}, observers: map[ObserverID]*observer{},
-		encoders: map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{}, dec2: dec2}, nil
+		encoders: map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{}}, nil
 }
 
 // Join adds an observer whose datagrams must not exceed maxDatagram bytes
@@ -482,12 +477,14 @@ func (b *Broadcaster) encodeGroup(g *group, frames []*island.Frame) {
 	if added == 0 {
 		return
 	}
-	b.share(g.members, enc.Datagrams(), islandsOf)
+	dgs := enc.Datagrams()
+	b.share(g.members, dgs, func(dst []uint32, i int) []uint32 { return islandsOf(dst, dgs[i]) })
 }
 
 // share copies one encoding's datagrams into a buffer nobody writes again
-// and queues them, with the islands each carries, for every observer given.
-func (b *Broadcaster) share(members []*observer, dgs [][]byte, islands func([]uint32, []byte) []uint32) {
+// and queues them, with the islands each carries (islands appends datagram
+// i's, ascending), for every observer given.
+func (b *Broadcaster) share(members []*observer, dgs [][]byte, islands func(dst []uint32, i int) []uint32) {
 	size := 0
 	for _, d := range dgs {
 		size += len(d)
@@ -498,8 +495,7 @@ func (b *Broadcaster) share(members []*observer, dgs [][]byte, islands func([]ui
 	for i, d := range dgs {
 		start, istart := len(arena), len(isl)
 		arena = append(arena, d...)
-		isl = islands(isl, d)
-		slices.Sort(isl[istart:])
+		isl = islands(isl, i)
 		out[i] = Datagram{Bytes: arena[start:len(arena):len(arena)], Islands: isl[istart:len(isl):len(isl)]}
 	}
 	b.stats.Encodings++

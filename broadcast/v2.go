@@ -144,7 +144,7 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 			}
 			oi.snd.Sent(q.table)
 		}
-		b.share([]*observer{o}, enc.Datagrams(), b.v2Islands)
+		b.share([]*observer{o}, enc.Datagrams(), func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
 	}
 }
 
@@ -184,32 +184,6 @@ func (b *Broadcaster) v2Encoder(maxDatagram int) *codec.V2Encoder {
 	_ = e.SetParity(b.cfg.Parity) // checked in New
 	b.enc2[maxDatagram] = e
 	return e
-}
-
-// v2Islands appends the islands a v2 datagram carries (a run's every one).
-func (b *Broadcaster) v2Islands(dst []uint32, dg []byte) []uint32 {
-	_, recs, err := b.dec2.Decode(dg)
-	if err != nil {
-		return dst
-	}
-	for _, r := range recs {
-		switch r.Kind {
-		case codec.KindRun:
-			for k := uint32(0); k < r.Count; k++ {
-				dst = append(dst, r.Island+k)
-			}
-		case codec.KindGapDelta:
-			for k := r.Count; k > 0; k-- {
-				dst = append(dst, r.Island-k)
-			}
-			dst = append(dst, r.Island)
-		default:
-			if len(dst) == 0 || dst[len(dst)-1] != r.Island {
-				dst = append(dst, r.Island)
-			}
-		}
-	}
-	return dst
 }
 
 // held records an observer's v2 baseline acknowledgements: confirmations of

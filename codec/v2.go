@@ -257,6 +257,10 @@ type V2Encoder struct {
 	// per-field sizes of the frame being built, added to bytes once placed
 	fieldBytes [4]int64 // indices, position, angle, velocity
 	run        openRun
+	// islands each datagram carries records of, back to back; islEnds
+	// holds each closed datagram's end in isl
+	isl     []uint32
+	islEnds []int
 }
 
 // openRun is the run record being gathered: consecutive islands that moved
@@ -291,6 +295,7 @@ func NewV2Encoder(cfg Config) (*V2Encoder, error) {
 func (e *V2Encoder) Begin(seq uint32, t island.Time) {
 	e.seq, e.time = seq, t
 	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
+	e.isl, e.islEnds = e.isl[:0], e.islEnds[:0]
 	e.run.open = false
 }
 
@@ -316,6 +321,7 @@ func (e *V2Encoder) close() {
 		dg := e.buf[e.cur:]
 		binary.LittleEndian.PutUint32(dg[17:], v2Check(dg))
 		e.ends = append(e.ends, len(e.buf))
+		e.islEnds = append(e.islEnds, len(e.isl))
 		e.cur = -1
 	}
 }
@@ -356,13 +362,39 @@ func (e *V2Encoder) place(head byte, isl uint32, body []byte, window, lag uint32
 		}
 		e.ref.ok, e.ref.window, e.ref.lag = true, window, lag
 	}
+	lo := isl // the islands the record covers: a gap delta's gap too
+	if RecordKind(head&headKind) == KindGapDelta {
+		lo = e.lastIsl + 1
+	}
 	n0 := len(e.buf)
 	e.buf = append(e.buf, head)
 	e.buf = appendU(e.buf, uint64(isl-e.lastIsl))
 	e.buf = append(e.buf, body...)
 	e.lastIsl = isl
+	e.noteIslands(lo, isl)
 	e.bytes.Total += int64(len(e.buf) - n0)
 	e.bytes.Records += int64(len(e.buf) - n0) // the caller moves what was not a header elsewhere
+}
+
+// noteIslands records that the open datagram carries islands lo … hi.
+func (e *V2Encoder) noteIslands(lo, hi uint32) {
+	for v := lo; ; v++ {
+		e.isl = append(e.isl, v)
+		if v == hi {
+			return
+		}
+	}
+}
+
+// Islands returns the islands datagram i of the last Datagrams call carries
+// records of — every island a run or a gap delta covers too — ascending and
+// distinct. It aliases the encoder's memory until the next Begin.
+func (e *V2Encoder) Islands(i int) []uint32 {
+	start := 0
+	if i > 0 {
+		start = e.islEnds[i-1]
+	}
+	return e.isl[start:e.islEnds[i]:e.islEnds[i]]
 }
 
 // Datagrams closes the open datagram and returns every datagram of this
@@ -543,6 +575,9 @@ func (e *V2Encoder) flushRun() {
 	body = appendU(body, uint64(r.count))
 	e.rec = body
 	e.place(head(KindRun, r.class, 0), r.first, body, r.window, r.lag, uvarintLen(uint64(r.window))+uvarintLen(uint64(r.lag)))
+	if r.last != r.first {
+		e.noteIslands(r.first+1, r.last)
+	}
 	e.lastIsl = r.last // the next record's island counts from the run's last
 }
 

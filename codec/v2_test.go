@@ -337,24 +337,27 @@ func TestV2Rejects(t *testing.T) {
 	}
 }
 
+// v2Case is one golden case: its datagrams and the islands the encoder
+// says each carries.
+type v2Case struct {
+	name    string
+	dgs     [][]byte
+	islands [][]uint32
+}
+
 // v2GoldenCases are the v2 goldens: a keyframe, a delta, many small islands
 // in one datagram, a fragmented frame, the same with two parity records and
 // edge values.
-func v2GoldenCases(t testing.TB) []struct {
-	name string
-	dgs  [][]byte
-} {
+func v2GoldenCases(t testing.TB) []v2Case {
 	w := newV2World(t, Config{})
-	var out []struct {
-		name string
-		dgs  [][]byte
-	}
+	var out []v2Case
 	add := func(name string, build func()) {
 		build()
-		out = append(out, struct {
-			name string
-			dgs  [][]byte
-		}{name, cloneAll(w.enc.Datagrams())})
+		c := v2Case{name: name, dgs: cloneAll(w.enc.Datagrams())}
+		for i := range c.dgs {
+			c.islands = append(c.islands, slices.Clone(w.enc.Islands(i)))
+		}
+		out = append(out, c)
 	}
 	key := v2Frame(7, 3, 100, quant.Rigid, 1)
 	key.Flags = island.FlagInitial
@@ -946,6 +949,41 @@ func TestV2EncodeAllocs(t *testing.T) {
 		step()
 		if a := testing.AllocsPerRun(100, step); a > c.allocs {
 			t.Fatalf("parity %d: %.1f allocations per frame", c.parity, a)
+		}
+	}
+}
+
+// TestV2Islands: the islands the encoder reports for each datagram are
+// what a decoder finds in it — every record's island, a run's and a gap
+// delta's every covered one — over every golden case (runs, gap deltas,
+// fragments, parity records, the largest island id).
+func TestV2Islands(t *testing.T) {
+	dec, _ := NewV2Decoder(Config{})
+	for _, c := range v2GoldenCases(t) {
+		for i, dg := range c.dgs {
+			_, recs, err := dec.Decode(dg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []uint32
+			for _, r := range recs {
+				switch r.Kind {
+				case KindRun:
+					for k := uint32(0); k < r.Count; k++ {
+						want = append(want, r.Island+k)
+					}
+				case KindGapDelta:
+					for k := r.Count; k > 0; k-- {
+						want = append(want, r.Island-k)
+					}
+					want = append(want, r.Island)
+				default:
+					want = append(want, r.Island)
+				}
+			}
+			if !slices.Equal(c.islands[i], want) {
+				t.Errorf("%s.%02d: encoder says %v, the datagram holds %v", c.name, i, c.islands[i], want)
+			}
 		}
 	}
 }
