@@ -767,12 +767,7 @@ func (e *V2Encoder) FrameDigest(f *V2Frame) {
 // f's quantized members restore to: receivers that restore the same
 // integers compute the same digest.
 func (e *V2Encoder) digest(f *V2Frame) uint64 {
-	p := f.Class.Precision()
-	e.raw = e.raw[:0]
-	for i := range f.Members {
-		m := island.Member{ID: f.Members[i].ID, State: f.Members[i].Q.State(p)}
-		e.raw = AppendMember(e.raw, &m)
-	}
+	e.raw = AppendRestored(e.raw[:0], f.Members, f.Class.Precision())
 	h := FragmentHeader{Sender: f.Sender, Key: f.Key, Time: e.time, Segment: f.Segment, Flags: f.Flags, TotalMembers: uint32(len(f.Members))}
 	return Digest(&h, e.raw)
 }

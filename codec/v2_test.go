@@ -987,3 +987,40 @@ func TestV2Islands(t *testing.T) {
 		}
 	}
 }
+
+// TestV2ResidualsFastWalk: the byte-at-a-time walk over a member's
+// residuals agrees with reading them one varint at a time — the same end
+// offset, or an error of the same kind — on seeded byte strings full of
+// zeros, continuation bytes, ten-byte varints and cut ends.
+func TestV2ResidualsFastWalk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	pick := []byte{0x00, 0x01, 0x7f, 0x80, 0x81, 0xff, 0x02, 0x40}
+	for i := range 200_000 {
+		b := make([]byte, rng.IntN(24))
+		for j := range b {
+			if rng.IntN(3) == 0 {
+				b[j] = byte(rng.Uint32())
+			} else {
+				b[j] = pick[rng.IntN(len(pick))]
+			}
+		}
+		k := 1 + rng.IntN(6)
+		fast := v2Parser{b: b}
+		errFast := fast.residuals(k)
+		slow := v2Parser{b: b}
+		var errSlow error
+		for range k {
+			if errSlow = slow.residual(); errSlow != nil {
+				break
+			}
+		}
+		switch {
+		case (errFast == nil) != (errSlow == nil):
+			t.Fatalf("case %d (% x, k=%d): fast %v, slow %v", i, b, k, errFast, errSlow)
+		case errFast == nil && fast.off != slow.off:
+			t.Fatalf("case %d (% x, k=%d): fast ends at %d, slow at %d", i, b, k, fast.off, slow.off)
+		case errFast != nil && errFast.Error() != errSlow.Error():
+			t.Fatalf("case %d (% x, k=%d): fast %v, slow %v", i, b, k, errFast, errSlow)
+		}
+	}
+}

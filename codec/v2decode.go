@@ -176,6 +176,32 @@ func (p *v2Parser) residual() error {
 	return nil
 }
 
+// residuals walks k nonzero residuals. A byte below 0x80 ends a varint; it
+// is never 0 (a zero residual, or a varint that is not minimal), and a
+// varint of nine bytes or fewer always fits, so bytes are checked one by
+// one; anything else — a zero end byte, ten or more bytes, the end of the
+// record — goes through residual for its exact error.
+func (p *v2Parser) residuals(k int) error {
+	b, off, start := p.b, p.off, p.off
+	for k > 0 {
+		if off >= len(b) || off-start >= 9 || b[off] == 0 {
+			p.off = start
+			if err := p.residual(); err != nil {
+				return err
+			}
+			off, start, k = p.off, p.off, k-1
+			continue
+		}
+		c := b[off]
+		off++
+		if c < 0x80 {
+			start, k = off, k-1
+		}
+	}
+	p.off = off
+	return nil
+}
+
 // u32 reads a uvarint that must fit 32 bits.
 func (p *v2Parser) u32(field string) (uint32, error) {
 	at := p.off
@@ -418,10 +444,8 @@ func (p *v2Parser) skipDelta(n int) error {
 				return fail(ErrMalformed, p.off, "field mask")
 			}
 			p.off++
-			for range bits.OnesCount8(mask) {
-				if err := p.residual(); err != nil {
-					return err
-				}
+			if err := p.residuals(bits.OnesCount8(mask)); err != nil {
+				return err
 			}
 		}
 	}

@@ -127,13 +127,26 @@ func Quantize(s island.State, p Precision) (State, error) {
 // State restores the float state q stands for under p. Multiplying by the
 // reciprocal of a power of two is exact, so every platform restores the
 // same bits.
-func (s State) State(p Precision) island.State {
-	pos, vel := invPow2(p.Pos), invPow2(p.Vel)
+func (s State) State(p Precision) island.State { return p.Scales().State(s) }
+
+// Scales is a precision's reciprocal quanta, worked out once to restore
+// many states: Scales.State(q) equals q.State(p) bit for bit.
+type Scales struct {
+	pos, angle, vel, angVel float64 // metres, turns, m/s, turns/s per quantum
+}
+
+// Scales returns p's reciprocal quanta.
+func (p Precision) Scales() Scales {
+	return Scales{pos: invPow2(p.Pos), angle: invPow2(p.Angle), vel: invPow2(p.Vel), angVel: invPow2(p.AngVel)}
+}
+
+// State restores the float state q stands for.
+func (c Scales) State(q State) island.State {
 	return island.State{
-		X: float64(s.X) * pos, Y: float64(s.Y) * pos,
-		Angle: float64(s.Angle) * invPow2(p.Angle) * turn,
-		VX:    float64(s.VX) * vel, VY: float64(s.VY) * vel,
-		AngVel: float64(s.AngVel) * invPow2(p.AngVel) * turn,
+		X: float64(q.X) * c.pos, Y: float64(q.Y) * c.pos,
+		Angle: float64(q.Angle) * c.angle * turn,
+		VX:    float64(q.VX) * c.vel, VY: float64(q.VY) * c.vel,
+		AngVel: float64(q.AngVel) * c.angVel * turn,
 	}
 }
 

@@ -169,12 +169,7 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 // frame is all present); a fragment carries the whole 64 bits for the
 // assembler; a predicted frame needs none (it equals its baseline's motion).
 func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, predicted bool) {
-	p := info.Class.Precision()
-	r.raw = r.raw[:0]
-	for i := range ents {
-		m := island.Member{ID: ents[i].ID, State: ents[i].Q.State(p)}
-		r.raw = codec.AppendMember(r.raw, &m)
-	}
+	r.raw = codec.AppendRestored(r.raw[:0], ents, info.Class.Precision())
 	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
 		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
 		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest}
