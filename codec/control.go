@@ -9,7 +9,7 @@ import (
 
 // ControlVersion is the control protocol version a Welcome carries. It
 // changes whenever a control record's layout or meaning changes.
-const ControlVersion = 1
+const ControlVersion = 2
 
 // ControlHeaderSize is the envelope before every control message body: a
 // u32 length (bytes after the length field) and a u8 message type.
@@ -38,10 +38,13 @@ type ControlLimits struct {
 	MaxMessage int
 	// MaxIDs caps identities per Announce or Destroy. Zero means DefaultMaxControlIDs.
 	MaxIDs int
-	// MaxMembers caps a Manifest's members. Zero means DefaultMaxMembers.
+	// MaxMembers caps a Manifest's members and a Physics message's bodies.
+	// Zero means DefaultMaxMembers.
 	MaxMembers int
 	// MaxIslands caps islands per Subscribe or Ack. Zero means DefaultMaxControlIslands.
 	MaxIslands int
+	// MaxJoints caps a Physics message's joints. Zero means DefaultMaxControlJoints.
+	MaxJoints int
 }
 
 // WithDefaults returns l with zero fields replaced by their defaults.
@@ -57,6 +60,9 @@ func (l ControlLimits) WithDefaults() ControlLimits {
 	}
 	if l.MaxIslands <= 0 {
 		l.MaxIslands = DefaultMaxControlIslands
+	}
+	if l.MaxJoints <= 0 {
+		l.MaxJoints = DefaultMaxControlJoints
 	}
 	return l
 }
@@ -99,6 +105,8 @@ func (t MessageType) String() string {
 		return "cut"
 	case TypeWindows:
 		return "windows"
+	case TypePhysics:
+		return "physics"
 	case TypeHeld:
 		return "held"
 	case TypeKeyframes:
@@ -113,7 +121,7 @@ func (t MessageType) String() string {
 
 // FromServer reports whether messages of type t travel from the authority
 // to observers.
-func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypeWindows }
+func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypePhysics }
 
 // Message is one control message. Every implementation is a value type of
 // this package; Append writes the whole message, envelope included.
@@ -439,6 +447,8 @@ func ParseControl(b []byte, lim *ControlLimits) (Message, int, error) {
 		m, err = p.held(lim.MaxIslands)
 	case TypeKeyframes:
 		m, err = p.keyframes(lim.MaxIslands)
+	case TypePhysics:
+		m, err = p.physics(lim.MaxMembers, lim.MaxJoints)
 	default:
 		return nil, 0, fail(ErrUnknownType, 4, "control type")
 	}

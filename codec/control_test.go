@@ -45,8 +45,21 @@ func controlCases() []struct {
 		{"windows", Windows{Entries: []WindowEntry{{Island: 1, Gen: 4, Keep: 120}, {Island: 7, Gen: 1, Keep: 99}}}},
 		{"held", Held{Entries: []HeldEntry{{Island: 1, Window: 4, Newest: 126, Prior: 0b101}, {Island: 7, Window: 1, Newest: 101, Prior: 1}}}},
 		{"keyframes", Keyframes{Islands: []uint32{7, 40}}},
+		{"physics", goldenPhysics()},
 		{"edges", Announce{Time: -1, IDs: []island.MemberID{{Stable: math.MaxUint64, Generation: math.MaxUint32}, {}}}},
 	}
+}
+
+// goldenPhysics is a three-link island: link 0 hangs from a world point,
+// link 1 keeps 0.5 m from link 0, link 2 slides 0.2–0.6 m from link 1.
+func goldenPhysics() Physics {
+	return Physics{Island: 7, Topology: 3, Config: 2, Step: 16_667, Iterations: 30, Gravity: [2]float64{0, -9.8}, Damping: 1,
+		Bodies: []BodyMass{{Mass: 1, Moment: 0.1}, {Mass: 1, Moment: 0.1}, {Mass: 2.5, Moment: 0.75}},
+		Joints: []JointSpec{
+			{Kind: JointPivot, A: 0, B: NoBody, AnchorA: [2]float64{-0.25, 0}, AnchorB: [2]float64{0, 10}},
+			{Kind: JointPin, A: 0, B: 1, AnchorA: [2]float64{0.25, 0}, AnchorB: [2]float64{-0.25, 0}, Min: 0.5, Max: 0.5},
+			{Kind: JointSlide, A: 1, B: 2, AnchorA: [2]float64{0.25, 0}, AnchorB: [2]float64{-0.25, 0}, Min: 0.2, Max: 0.6},
+		}}
 }
 
 // TestControlGolden encodes every control case and compares it byte for
@@ -165,10 +178,11 @@ func TestControlRejects(t *testing.T) {
 		{"length over cap", cat(u32(65), []byte{1}), ErrLimit},
 		{"huge length", []byte{0xff, 0xff, 0xff, 0xff, 1}, ErrLimit},
 		{"unknown type", env(0x7f, 0), ErrUnknownType},
-		{"welcome version", env(TypeWelcome, cat([]byte{2}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
-		{"welcome zero period", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(0), []byte{0xb0, 4})...), ErrMalformed},
-		{"welcome small cap", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(1), []byte{0x10, 0})...), ErrMalformed},
-		{"welcome trailing", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(1), []byte{0xb0, 4, 0})...), ErrMalformed},
+		{"welcome version 1 (before Physics)", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 3", env(TypeWelcome, cat([]byte{3}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome zero period", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(0), []byte{0xb0, 4})...), ErrMalformed},
+		{"welcome small cap", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0x10, 0})...), ErrMalformed},
+		{"welcome trailing", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0xb0, 4, 0})...), ErrMalformed},
 		{"announce none", env(TypeAnnounce, cat(make([]byte, 8), u32(0))...), ErrMalformed},
 		{"announce over id cap", env(TypeAnnounce, cat(make([]byte, 8), u32(3), make([]byte, 36))...), ErrLimit},
 		{"announce count past end", env(TypeAnnounce, cat(make([]byte, 8), u32(2), make([]byte, 12))...), ErrTruncated},
@@ -248,4 +262,63 @@ func FuzzParseControl(f *testing.F) {
 			t.Fatalf("re-encoding differs")
 		}
 	})
+}
+
+// TestPhysicsRejects: each value outside its documented range rejects the
+// whole message as malformed; caps reject as limits.
+func TestPhysicsRejects(t *testing.T) {
+	lim := ControlLimits{}.WithDefaults()
+	nan := math.NaN()
+	for _, c := range []struct {
+		name string
+		mod  func(*Physics)
+		want error
+	}{
+		{"step 0", func(m *Physics) { m.Step = 0 }, ErrMalformed},
+		{"step over 1 s", func(m *Physics) { m.Step = 1_000_001 }, ErrMalformed},
+		{"no iterations", func(m *Physics) { m.Iterations = 0 }, ErrMalformed},
+		{"too many iterations", func(m *Physics) { m.Iterations = 1001 }, ErrMalformed},
+		{"gravity NaN", func(m *Physics) { m.Gravity[1] = nan }, ErrMalformed},
+		{"gravity Inf", func(m *Physics) { m.Gravity[0] = math.Inf(1) }, ErrMalformed},
+		{"damping 0", func(m *Physics) { m.Damping = 0 }, ErrMalformed},
+		{"damping over 1", func(m *Physics) { m.Damping = 1.5 }, ErrMalformed},
+		{"no bodies", func(m *Physics) { m.Bodies, m.Joints = nil, nil }, ErrMalformed},
+		{"zero mass", func(m *Physics) { m.Bodies[1].Mass = 0 }, ErrMalformed},
+		{"negative moment", func(m *Physics) { m.Bodies[0].Moment = -1 }, ErrMalformed},
+		{"NaN mass", func(m *Physics) { m.Bodies[2].Mass = nan }, ErrMalformed},
+		{"unknown kind", func(m *Physics) { m.Joints[0].Kind = 3 }, ErrMalformed},
+		{"end A out of range", func(m *Physics) { m.Joints[1].A = 3 }, ErrMalformed},
+		{"end A static", func(m *Physics) { m.Joints[1].A = NoBody }, ErrMalformed},
+		{"end B out of range", func(m *Physics) { m.Joints[1].B = 3 }, ErrMalformed},
+		{"both ends one body", func(m *Physics) { m.Joints[1].B = 0 }, ErrMalformed},
+		{"anchor NaN", func(m *Physics) { m.Joints[2].AnchorB[0] = nan }, ErrMalformed},
+		{"pivot with a distance", func(m *Physics) { m.Joints[0].Max = 0.1 }, ErrMalformed},
+		{"pivot with -0", func(m *Physics) { m.Joints[0].Min = math.Copysign(0, -1) }, ErrMalformed},
+		{"pin min != max", func(m *Physics) { m.Joints[1].Max = 0.6 }, ErrMalformed},
+		{"pin negative", func(m *Physics) { m.Joints[1].Min, m.Joints[1].Max = -0.5, -0.5 }, ErrMalformed},
+		{"slide min > max", func(m *Physics) { m.Joints[2].Min = 0.7 }, ErrMalformed},
+		{"slide negative min", func(m *Physics) { m.Joints[2].Min = -0.1 }, ErrMalformed},
+	} {
+		m := goldenPhysics()
+		c.mod(&m)
+		_, _, err := ParseControl(m.Append(nil), &lim)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+	m := goldenPhysics()
+	small := ControlLimits{MaxMembers: 2, MaxJoints: 2}.WithDefaults()
+	if _, _, err := ParseControl(m.Append(nil), &small); !errors.Is(err, ErrLimit) {
+		t.Errorf("over the caps: %v", err)
+	}
+	// A body count larger than the bytes present is refused before anything
+	// is allocated for it.
+	b := m.Append(nil)
+	binary.LittleEndian.PutUint32(b[ControlHeaderSize+physicsHead-4:], 1<<12)
+	if _, _, err := ParseControl(b, &lim); !errors.Is(err, ErrTruncated) {
+		t.Errorf("body count past the end: %v", err)
+	}
+	if !TypePhysics.FromServer() || TypePhysics.String() != "physics" {
+		t.Errorf("type 0x09: from server %v, %q", TypePhysics.FromServer(), TypePhysics)
+	}
 }

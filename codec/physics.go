@@ -1,0 +1,194 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// TypePhysics is the control message that carries what an observer needs to
+// continue an island with a local simulation.
+const TypePhysics MessageType = 0x09
+
+// DefaultMaxControlJoints caps the joints of one Physics message.
+const DefaultMaxControlJoints = 1 << 14
+
+// JointKind is a joint's type in a Physics message.
+type JointKind uint8
+
+// Joint kinds. Every joint runs with the solver's defaults for force and
+// bias (no force limit, 10 % of the error left after 1/60 s).
+const (
+	JointPivot JointKind = 0 // the two anchors coincide; Min and Max are 0
+	JointPin   JointKind = 1 // the anchors keep the distance Min (= Max)
+	JointSlide JointKind = 2 // the anchors' distance stays within [Min, Max]
+)
+
+// NoBody as a joint end is the world's static body: the anchor is then in
+// world coordinates.
+const NoBody = math.MaxUint32
+
+// BodyMass is one member's inertia, in manifest order.
+type BodyMass struct {
+	Mass   float64 // kg, finite and > 0
+	Moment float64 // moment of inertia about the centre of gravity, kg·m², finite and > 0
+}
+
+// JointSpec is one joint of an island. A and B are positions in the
+// island's manifest (B may be NoBody); anchors are in body-local metres
+// (world metres for NoBody).
+type JointSpec struct {
+	Kind             JointKind
+	A, B             uint32
+	AnchorA, AnchorB [2]float64 // x, y
+	Min, Max         float64    // metres; see the kinds
+}
+
+// Physics is an island's physics, bound to one manifest (island, topology
+// generation, config revision): the world settings that move it and its
+// bodies' inertia and joints. Contacts are not described: a local
+// simulation of an island moves its bodies under gravity, damping and
+// their joints only.
+type Physics struct {
+	Island, Topology, Config uint32
+	// Step is the authority's fixed step, µs: 1 … 1 000 000.
+	Step uint32
+	// Iterations is the constraint solver's iterations per step: 1 … 1000.
+	Iterations uint16
+	// Gravity is the world's gravity, m/s² (x, y); finite.
+	Gravity [2]float64
+	// Damping is the fraction of velocity a body keeps per second, in
+	// (0, 1]; 1 means none is lost.
+	Damping float64
+	Bodies  []BodyMass  // one per manifest member, in manifest order (≥ 1)
+	Joints  []JointSpec // may be empty
+}
+
+const (
+	physicsHead = 4*4 + 2 + 3*8 + 4 // ids, step, iterations, gravity, damping, body count
+	bodySize    = 16
+	jointSize   = 1 + 4 + 4 + 6*8
+)
+
+func (Physics) Type() MessageType { return TypePhysics }
+
+func (m Physics) Size() int {
+	return ControlHeaderSize + physicsHead + bodySize*len(m.Bodies) + 4 + jointSize*len(m.Joints)
+}
+
+func appendF64(b []byte, vs ...float64) []byte {
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	return b
+}
+
+func (m Physics) Append(b []byte) []byte {
+	b = appendEnvelope(b, m.Type(), m.Size())
+	b = appendU32s(b, m.Island, m.Topology, m.Config, m.Step)
+	b = binary.LittleEndian.AppendUint16(b, m.Iterations)
+	b = appendF64(b, m.Gravity[0], m.Gravity[1], m.Damping)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Bodies)))
+	for _, bd := range m.Bodies {
+		b = appendF64(b, bd.Mass, bd.Moment)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Joints)))
+	for _, j := range m.Joints {
+		b = append(b, byte(j.Kind))
+		b = appendU32s(b, j.A, j.B)
+		b = appendF64(b, j.AnchorA[0], j.AnchorA[1], j.AnchorB[0], j.AnchorB[1], j.Min, j.Max)
+	}
+	return b
+}
+
+func (p *ctlParser) f64() float64 { return math.Float64frombits(p.u64()) }
+
+func finite(vs ...float64) bool {
+	for _, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// physics reads a Physics body, checking every value against the ranges
+// its field documents.
+func (p *ctlParser) physics(maxBodies, maxJoints int) (Physics, error) {
+	var m Physics
+	if err := p.need(physicsHead-4, "physics"); err != nil {
+		return m, err
+	}
+	m.Island, m.Topology, m.Config = p.u32(), p.u32(), p.u32()
+	at := p.off
+	m.Step = p.u32()
+	if m.Step == 0 || m.Step > 1_000_000 {
+		return Physics{}, fail(ErrMalformed, at, "physics step")
+	}
+	at = p.off
+	m.Iterations = p.u16()
+	if m.Iterations == 0 || m.Iterations > 1000 {
+		return Physics{}, fail(ErrMalformed, at, "physics iterations")
+	}
+	at = p.off
+	m.Gravity[0], m.Gravity[1], m.Damping = p.f64(), p.f64(), p.f64()
+	if !finite(m.Gravity[0], m.Gravity[1]) || !(m.Damping > 0 && m.Damping <= 1) {
+		return Physics{}, fail(ErrMalformed, at, "physics world")
+	}
+	at = p.off
+	n, err := p.count(bodySize, maxBodies, "body count")
+	if err != nil {
+		return Physics{}, err
+	}
+	if n == 0 {
+		return Physics{}, fail(ErrMalformed, at, "body count")
+	}
+	m.Bodies = make([]BodyMass, n)
+	for i := range m.Bodies {
+		at = p.off
+		bd := BodyMass{Mass: p.f64(), Moment: p.f64()}
+		if !finite(bd.Mass, bd.Moment) || bd.Mass <= 0 || bd.Moment <= 0 {
+			return Physics{}, fail(ErrMalformed, at, "body inertia")
+		}
+		m.Bodies[i] = bd
+	}
+	nj, err := p.count(jointSize, maxJoints, "joint count")
+	if err != nil {
+		return Physics{}, err
+	}
+	if nj > 0 {
+		m.Joints = make([]JointSpec, nj)
+	}
+	for i := range m.Joints {
+		at = p.off
+		j := JointSpec{Kind: JointKind(p.u8()), A: p.u32(), B: p.u32()}
+		j.AnchorA = [2]float64{p.f64(), p.f64()}
+		j.AnchorB = [2]float64{p.f64(), p.f64()}
+		j.Min, j.Max = p.f64(), p.f64()
+		if !j.valid(uint32(n)) {
+			return Physics{}, fail(ErrMalformed, at, "joint")
+		}
+		m.Joints[i] = j
+	}
+	return m, nil
+}
+
+// valid reports whether j is a joint of an island of n bodies as the
+// Physics message defines it: a known kind, two different ends (A a body,
+// B a body or NoBody), finite values and the kind's distance rule.
+func (j *JointSpec) valid(n uint32) bool {
+	switch {
+	case j.A >= n || j.A == j.B || (j.B >= n && j.B != NoBody):
+		return false
+	case !finite(j.AnchorA[0], j.AnchorA[1], j.AnchorB[0], j.AnchorB[1], j.Min, j.Max):
+		return false
+	}
+	switch j.Kind {
+	case JointPivot:
+		return j.Min == 0 && j.Max == 0 && !math.Signbit(j.Min) && !math.Signbit(j.Max)
+	case JointPin:
+		return j.Min >= 0 && j.Min == j.Max && !math.Signbit(j.Min) && !math.Signbit(j.Max)
+	case JointSlide:
+		return j.Min >= 0 && j.Min <= j.Max && !math.Signbit(j.Min) && !math.Signbit(j.Max)
+	}
+	return false
+}
