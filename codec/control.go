@@ -45,6 +45,9 @@ type ControlLimits struct {
 	MaxIslands int
 	// MaxJoints caps a Physics message's joints. Zero means DefaultMaxControlJoints.
 	MaxJoints int
+	// MaxSegments caps a Physics message's static segments. Zero means
+	// DefaultMaxControlSegments.
+	MaxSegments int
 }
 
 // WithDefaults returns l with zero fields replaced by their defaults.
@@ -63,6 +66,9 @@ func (l ControlLimits) WithDefaults() ControlLimits {
 	}
 	if l.MaxJoints <= 0 {
 		l.MaxJoints = DefaultMaxControlJoints
+	}
+	if l.MaxSegments <= 0 {
+		l.MaxSegments = DefaultMaxControlSegments
 	}
 	return l
 }
@@ -448,7 +454,7 @@ func ParseControl(b []byte, lim *ControlLimits) (Message, int, error) {
 	case TypeKeyframes:
 		m, err = p.keyframes(lim.MaxIslands)
 	case TypePhysics:
-		m, err = p.physics(lim.MaxMembers, lim.MaxJoints)
+		m, err = p.physics(lim.MaxMembers, lim.MaxJoints, lim.MaxSegments)
 	default:
 		return nil, 0, fail(ErrUnknownType, 4, "control type")
 	}

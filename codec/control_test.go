@@ -51,15 +51,17 @@ func controlCases() []struct {
 }
 
 // goldenPhysics is a three-link island: link 0 hangs from a world point,
-// link 1 keeps 0.5 m from link 0, link 2 slides 0.2–0.6 m from link 1.
+// link 1 (a 0.5 × 0.05 m box) keeps 0.5 m from link 0, link 2 slides
+// 0.2–0.6 m from link 1; a floor runs below.
 func goldenPhysics() Physics {
 	return Physics{Island: 7, Topology: 3, Config: 2, Step: 16_667, Iterations: 30, Gravity: [2]float64{0, -9.8}, Damping: 1,
-		Bodies: []BodyMass{{Mass: 1, Moment: 0.1}, {Mass: 1, Moment: 0.1}, {Mass: 2.5, Moment: 0.75}},
+		Bodies: []BodyMass{{Mass: 1, Moment: 0.1}, {Mass: 1, Moment: 0.1, Width: 0.5, Height: 0.05, Friction: 0.7}, {Mass: 2.5, Moment: 0.75}},
 		Joints: []JointSpec{
 			{Kind: JointPivot, A: 0, B: NoBody, AnchorA: [2]float64{-0.25, 0}, AnchorB: [2]float64{0, 10}},
 			{Kind: JointPin, A: 0, B: 1, AnchorA: [2]float64{0.25, 0}, AnchorB: [2]float64{-0.25, 0}, Min: 0.5, Max: 0.5},
 			{Kind: JointSlide, A: 1, B: 2, AnchorA: [2]float64{0.25, 0}, AnchorB: [2]float64{-0.25, 0}, Min: 0.2, Max: 0.6},
-		}}
+		},
+		Static: []Segment{{A: [2]float64{-5, 0}, B: [2]float64{60, 0}, Radius: 0.1, Friction: 1}}}
 }
 
 // TestControlGolden encodes every control case and compares it byte for
@@ -286,6 +288,14 @@ func TestPhysicsRejects(t *testing.T) {
 		{"zero mass", func(m *Physics) { m.Bodies[1].Mass = 0 }, ErrMalformed},
 		{"negative moment", func(m *Physics) { m.Bodies[0].Moment = -1 }, ErrMalformed},
 		{"NaN mass", func(m *Physics) { m.Bodies[2].Mass = nan }, ErrMalformed},
+		{"box without height", func(m *Physics) { m.Bodies[1].Height = 0 }, ErrMalformed},
+		{"height without width", func(m *Physics) { m.Bodies[0].Height = 0.2 }, ErrMalformed},
+		{"negative width", func(m *Physics) { m.Bodies[1].Width = -0.5 }, ErrMalformed},
+		{"friction NaN", func(m *Physics) { m.Bodies[1].Friction = nan }, ErrMalformed},
+		{"friction -0", func(m *Physics) { m.Bodies[0].Friction = math.Copysign(0, -1) }, ErrMalformed},
+		{"segment end Inf", func(m *Physics) { m.Static[0].B[0] = math.Inf(-1) }, ErrMalformed},
+		{"segment negative radius", func(m *Physics) { m.Static[0].Radius = -0.1 }, ErrMalformed},
+		{"segment negative friction", func(m *Physics) { m.Static[0].Friction = -1 }, ErrMalformed},
 		{"unknown kind", func(m *Physics) { m.Joints[0].Kind = 3 }, ErrMalformed},
 		{"end A out of range", func(m *Physics) { m.Joints[1].A = 3 }, ErrMalformed},
 		{"end A static", func(m *Physics) { m.Joints[1].A = NoBody }, ErrMalformed},
@@ -307,9 +317,14 @@ func TestPhysicsRejects(t *testing.T) {
 		}
 	}
 	m := goldenPhysics()
-	small := ControlLimits{MaxMembers: 2, MaxJoints: 2}.WithDefaults()
-	if _, _, err := ParseControl(m.Append(nil), &small); !errors.Is(err, ErrLimit) {
-		t.Errorf("over the caps: %v", err)
+	for _, small := range []ControlLimits{{MaxMembers: 2}, {MaxJoints: 2}, {MaxSegments: -1}} {
+		lim := small.WithDefaults()
+		if small.MaxSegments < 0 {
+			lim.MaxSegments = 0
+		}
+		if _, _, err := ParseControl(m.Append(nil), &lim); !errors.Is(err, ErrLimit) {
+			t.Errorf("over the caps %+v: %v", small, err)
+		}
 	}
 	// A body count larger than the bytes present is refused before anything
 	// is allocated for it.

@@ -12,6 +12,9 @@ const TypePhysics MessageType = 0x09
 // DefaultMaxControlJoints caps the joints of one Physics message.
 const DefaultMaxControlJoints = 1 << 14
 
+// DefaultMaxControlSegments caps the static segments of one Physics message.
+const DefaultMaxControlSegments = 1024
+
 // JointKind is a joint's type in a Physics message.
 type JointKind uint8
 
@@ -27,10 +30,22 @@ const (
 // world coordinates.
 const NoBody = math.MaxUint32
 
-// BodyMass is one member's inertia, in manifest order.
+// BodyMass is one member's inertia and collision box, in manifest order.
 type BodyMass struct {
 	Mass   float64 // kg, finite and > 0
 	Moment float64 // moment of inertia about the centre of gravity, kg·m², finite and > 0
+	// Width and Height are the body's collision box, metres, centred on its
+	// centre of gravity and turning with it; both 0 means the body collides
+	// with nothing. Friction is the box's coefficient (≥ 0).
+	Width, Height, Friction float64
+}
+
+// Segment is a piece of the static world an island's bodies rest on or hit:
+// a capsule from A to B (world metres) of the given radius.
+type Segment struct {
+	A, B     [2]float64
+	Radius   float64 // metres, ≥ 0
+	Friction float64 // ≥ 0
 }
 
 // JointSpec is one joint of an island. A and B are positions in the
@@ -45,9 +60,10 @@ type JointSpec struct {
 
 // Physics is an island's physics, bound to one manifest (island, topology
 // generation, config revision): the world settings that move it and its
-// bodies' inertia and joints. Contacts are not described: a local
-// simulation of an island moves its bodies under gravity, damping and
-// their joints only.
+// bodies' inertia, collision boxes and joints, and the static world they
+// collide with. A local simulation of an island moves its bodies under
+// gravity, damping, their joints and their contacts with each other and
+// with the static world; other islands are not in it.
 type Physics struct {
 	Island, Topology, Config uint32
 	// Step is the authority's fixed step, µs: 1 … 1 000 000.
@@ -61,18 +77,23 @@ type Physics struct {
 	Damping float64
 	Bodies  []BodyMass  // one per manifest member, in manifest order (≥ 1)
 	Joints  []JointSpec // may be empty
+	// Static is the static world geometry near the island (may be empty).
+	// Contacts with other islands are not described.
+	Static []Segment
 }
 
 const (
 	physicsHead = 4*4 + 2 + 3*8 + 4 // ids, step, iterations, gravity, damping, body count
-	bodySize    = 16
+	bodySize    = 5 * 8
 	jointSize   = 1 + 4 + 4 + 6*8
+	segmentSize = 6 * 8
 )
 
 func (Physics) Type() MessageType { return TypePhysics }
 
 func (m Physics) Size() int {
-	return ControlHeaderSize + physicsHead + bodySize*len(m.Bodies) + 4 + jointSize*len(m.Joints)
+	return ControlHeaderSize + physicsHead + bodySize*len(m.Bodies) + 4 + jointSize*len(m.Joints) +
+		4 + segmentSize*len(m.Static)
 }
 
 func appendF64(b []byte, vs ...float64) []byte {
@@ -89,13 +110,17 @@ func (m Physics) Append(b []byte) []byte {
 	b = appendF64(b, m.Gravity[0], m.Gravity[1], m.Damping)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Bodies)))
 	for _, bd := range m.Bodies {
-		b = appendF64(b, bd.Mass, bd.Moment)
+		b = appendF64(b, bd.Mass, bd.Moment, bd.Width, bd.Height, bd.Friction)
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Joints)))
 	for _, j := range m.Joints {
 		b = append(b, byte(j.Kind))
 		b = appendU32s(b, j.A, j.B)
 		b = appendF64(b, j.AnchorA[0], j.AnchorA[1], j.AnchorB[0], j.AnchorB[1], j.Min, j.Max)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Static)))
+	for _, g := range m.Static {
+		b = appendF64(b, g.A[0], g.A[1], g.B[0], g.B[1], g.Radius, g.Friction)
 	}
 	return b
 }
@@ -113,7 +138,7 @@ func finite(vs ...float64) bool {
 
 // physics reads a Physics body, checking every value against the ranges
 // its field documents.
-func (p *ctlParser) physics(maxBodies, maxJoints int) (Physics, error) {
+func (p *ctlParser) physics(maxBodies, maxJoints, maxSegments int) (Physics, error) {
 	var m Physics
 	if err := p.need(physicsHead-4, "physics"); err != nil {
 		return m, err
@@ -145,9 +170,12 @@ func (p *ctlParser) physics(maxBodies, maxJoints int) (Physics, error) {
 	m.Bodies = make([]BodyMass, n)
 	for i := range m.Bodies {
 		at = p.off
-		bd := BodyMass{Mass: p.f64(), Moment: p.f64()}
+		bd := BodyMass{Mass: p.f64(), Moment: p.f64(), Width: p.f64(), Height: p.f64(), Friction: p.f64()}
 		if !finite(bd.Mass, bd.Moment) || bd.Mass <= 0 || bd.Moment <= 0 {
 			return Physics{}, fail(ErrMalformed, at, "body inertia")
+		}
+		if !nonNegative(bd.Width, bd.Height, bd.Friction) || (bd.Width == 0) != (bd.Height == 0) {
+			return Physics{}, fail(ErrMalformed, at, "body box")
 		}
 		m.Bodies[i] = bd
 	}
@@ -169,7 +197,33 @@ func (p *ctlParser) physics(maxBodies, maxJoints int) (Physics, error) {
 		}
 		m.Joints[i] = j
 	}
+	ns, err := p.count(segmentSize, maxSegments, "segment count")
+	if err != nil {
+		return Physics{}, err
+	}
+	if ns > 0 {
+		m.Static = make([]Segment, ns)
+	}
+	for i := range m.Static {
+		at = p.off
+		g := Segment{A: [2]float64{p.f64(), p.f64()}, B: [2]float64{p.f64(), p.f64()}, Radius: p.f64(), Friction: p.f64()}
+		if !finite(g.A[0], g.A[1], g.B[0], g.B[1]) || !nonNegative(g.Radius, g.Friction) {
+			return Physics{}, fail(ErrMalformed, at, "segment")
+		}
+		m.Static[i] = g
+	}
 	return m, nil
+}
+
+// nonNegative reports whether every value is finite and ≥ +0 (−0 is not:
+// the encoding stays canonical).
+func nonNegative(vs ...float64) bool {
+	for _, v := range vs {
+		if !finite(v) || v < 0 || math.Signbit(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // valid reports whether j is a joint of an island of n bodies as the
