@@ -121,6 +121,7 @@ type Broadcaster struct {
 	idents    map[uint64]island.MemberID
 	leases    map[uint32]island.Lease
 	manifests map[uint32]island.Manifest
+	physics   map[uint32]codec.Physics // of the island's current manifest only
 	observers map[ObserverID]*observer
 	encoders  map[int]*codec.Encoder
 	groups    []group
@@ -192,7 +193,7 @@ func New(cfg Config) (*Broadcaster, error) {
 		cfg.Class = DefaultClass
 	}
 	return &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
-		manifests: map[uint32]island.Manifest{}, observers: map[ObserverID]*observer{},
+		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, observers: map[ObserverID]*observer{},
 		encoders: map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{}}, nil
 }
 
@@ -244,7 +245,7 @@ func (b *Broadcaster) Leave(id ObserverID) { delete(b.observers, id) }
 func (b *Broadcaster) Observers() int { return len(b.observers) }
 
 // Subscribe replaces an observer's subscription. Islands it gains get their
-// Lease and Manifest queued now (the catch-up), before any of their frames;
+// Lease, Manifest and Physics queued now (the catch-up), before any of their frames;
 // islands it loses get a Forget.
 func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 	o := b.observers[id]
@@ -261,6 +262,9 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		case now && !had:
 			b.queue(o, codec.Lease(b.leases[isl]))
 			b.queue(o, codec.Manifest(b.manifests[isl]))
+			if p, ok := b.physics[isl]; ok {
+				b.queue(o, p)
+			}
 		case had && !now:
 			b.queue(o, codec.Forget{Island: isl})
 		}
@@ -338,7 +342,8 @@ func (b *Broadcaster) Acked(id ObserverID, islandID uint32) (codec.AckEntry, boo
 }
 
 // Apply records one authority change — Announce, Destroy, Lease, Manifest,
-// Forget or Cut — and queues it, in order, to every observer it concerns:
+// Physics (of the current manifest; refused otherwise), Forget or Cut — and
+// queues it, in order, to every observer it concerns:
 // identities to all, island messages to the island's subscribers.
 func (b *Broadcaster) Apply(m codec.Message) error {
 	switch m := m.(type) {
@@ -373,10 +378,23 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		cp := island.Manifest(m)
 		cp.Members = slices.Clone(m.Members)
 		b.manifests[m.Island] = cp
+		delete(b.physics, m.Island) // it described the manifest this one replaces
 		b.queueAll(codec.Manifest(cp), &m.Island)
+	case codec.Physics:
+		man, ok := b.manifests[m.Island]
+		if !ok || man.Topology != m.Topology || man.Config != m.Config || len(m.Bodies) != len(man.Members) {
+			return ErrBadMessage
+		}
+		if lim := (codec.ControlLimits{MaxMembers: b.cfg.Codec.MaxMembers}).WithDefaults(); !parses(m, &lim) {
+			return ErrBadMessage // what no observer would accept
+		}
+		m.Bodies, m.Joints = slices.Clone(m.Bodies), slices.Clone(m.Joints)
+		b.physics[m.Island] = m
+		b.queueAll(m, &m.Island)
 	case codec.Forget:
 		delete(b.leases, m.Island)
 		delete(b.manifests, m.Island)
+		delete(b.physics, m.Island)
 		b.queueAll(m, &m.Island)
 		for _, o := range b.observers {
 			delete(o.v2, m.Island)
@@ -564,4 +582,10 @@ func (b *Broadcaster) Live(id func(island.MemberID), lease func(island.Lease), m
 			manifest(b.manifests[isl])
 		}
 	}
+}
+
+// parses reports whether m, encoded, is a message an observer accepts.
+func parses(m codec.Message, lim *codec.ControlLimits) bool {
+	_, _, err := codec.ParseControl(m.Append(nil), lim)
+	return err == nil
 }

@@ -46,6 +46,16 @@ type Joint struct {
 type Body struct {
 	ID island.MemberID
 	B  *cp.Body
+	// Box is the body's collision box (width, height, metres; zero: it
+	// collides with nothing) and Friction its coefficient.
+	Box      cp.Vector
+	Friction float64
+}
+
+// Segment is a piece of static ground: a capsule from A to B.
+type Segment struct {
+	A, B             cp.Vector
+	Radius, Friction float64
 }
 
 // Island is the authority's view of one constraint island: its members in
@@ -87,6 +97,7 @@ type World struct {
 	bodies   map[uint64]*Body
 	order    []*Body
 	joints   []*Joint
+	ground   []Segment
 	nextBody uint64
 	nextJ    uint32
 	islands  map[uint32]*Island
@@ -130,9 +141,7 @@ var cpConstruct sync.Mutex
 
 // NewWorld returns an empty world with gravity and the given step rate.
 func NewWorld(stepHz int) *World {
-	cpConstruct.Lock()
-	s := cp.NewSpace()
-	cpConstruct.Unlock()
+	s := NewSpace()
 	s.SetGravity(cp.Vector{X: 0, Y: -9.8})
 	s.Iterations = 30
 	return &World{Space: s, StepHz: stepHz, bodies: map[uint64]*Body{}, islands: map[uint32]*Island{}, retired: map[uint32]*Island{}, nextBody: 1, nextJ: 1, DefaultOwner: 1}
@@ -155,19 +164,18 @@ func (w *World) Steps() int64 { return w.steps }
 // AddBody adds a dynamic box body of the given size (metres) and mass (kg)
 // at pos and returns its stable identity. collide adds a collision shape.
 func (w *World) AddBody(mass, width, height float64, pos cp.Vector, angle float64, collide bool) island.MemberID {
-	cpConstruct.Lock()
-	b := cp.NewBody(mass, cp.MomentForBox(mass, width, height))
-	cpConstruct.Unlock()
+	b := NewBody(mass, cp.MomentForBox(mass, width, height))
 	b.SetPosition(pos)
 	b.SetAngle(angle)
 	w.Space.AddBody(b)
+	body := &Body{B: b}
 	if collide {
-		sh := w.Space.AddShape(cp.NewBox(b, width, height, 0))
-		sh.SetFriction(0.7)
+		body.Box, body.Friction = cp.Vector{X: width, Y: height}, 0.7
+		AddBox(w.Space, b, body.Box, body.Friction)
 	}
 	id := island.MemberID{Stable: w.nextBody}
 	w.nextBody++
-	body := &Body{ID: id, B: b}
+	body.ID = id
 	w.bodies[id.Stable] = body
 	w.order = append(w.order, body)
 	w.dirty = true
@@ -196,8 +204,26 @@ func (w *World) EnableSleep(idle float64) {
 
 // AddGround adds a static segment from a to b for bodies to land on.
 func (w *World) AddGround(a, b cp.Vector) {
-	sh := w.Space.AddShape(cp.NewSegment(w.Space.StaticBody, a, b, 0.1))
-	sh.SetFriction(1)
+	g := Segment{A: a, B: b, Radius: 0.1, Friction: 1}
+	AddSegment(w.Space, g)
+	w.ground = append(w.ground, g)
+}
+
+// Ground returns the static segments added so far.
+func (w *World) Ground() []Segment { return w.ground }
+
+// AddBox gives body b a collision box of size box (width, height) with the
+// given friction. The authority and an observer's local simulation shape
+// their bodies with it.
+func AddBox(s *cp.Space, b *cp.Body, box cp.Vector, friction float64) {
+	sh := s.AddShape(cp.NewBox(b, box.X, box.Y, 0))
+	sh.SetFriction(friction)
+}
+
+// AddSegment adds static ground g to s.
+func AddSegment(s *cp.Space, g Segment) {
+	sh := s.AddShape(cp.NewSegment(s.StaticBody, g.A, g.B, g.Radius))
+	sh.SetFriction(g.Friction)
 }
 
 // Body returns the body with stable id, or nil.
@@ -215,22 +241,53 @@ func (w *World) AddJoint(spec JointSpec) *Joint {
 	spec.ID = w.nextJ
 	w.nextJ++
 	a, b := w.cpBody(spec.A), w.cpBody(spec.B)
-	var c *cp.Constraint
-	switch spec.Kind {
-	case Pivot:
-		c = cp.NewPivotJoint2(a, b, spec.AnchorA, spec.AnchorB)
-	case Pin:
-		c = cp.NewPinJoint(a, b, spec.AnchorA, spec.AnchorB)
-		spec.Dist = c.Class.(*cp.PinJoint).Dist
-	case Slide:
-		c = cp.NewSlideJoint(a, b, spec.AnchorA, spec.AnchorB, spec.Min, spec.Max)
+	if spec.Kind == Pin { // a pin keeps the distance its anchors have now
+		spec.Dist = a.LocalToWorld(spec.AnchorA).Distance(b.LocalToWorld(spec.AnchorB))
 	}
-	c.SetCollideBodies(false)
+	c := NewConstraint(&spec, a, b)
 	w.Space.AddConstraint(c)
 	j := &Joint{Spec: spec, c: c}
 	w.joints = append(w.joints, j)
 	w.dirty = true
 	return j
+}
+
+// NewConstraint builds the constraint spec describes between a and b (b
+// may be a space's static body): a pin keeps spec.Dist, a slide spec.Min …
+// spec.Max. The bodies it joins do not collide with each other. The
+// authority and an observer's local simulation build their joints with it,
+// so both run the same constraint.
+func NewConstraint(spec *JointSpec, a, b *cp.Body) *cp.Constraint {
+	var c *cp.Constraint
+	switch spec.Kind {
+	case Pin:
+		c = cp.NewPinJoint(a, b, spec.AnchorA, spec.AnchorB)
+		c.Class.(*cp.PinJoint).Dist = spec.Dist
+	case Slide:
+		c = cp.NewSlideJoint(a, b, spec.AnchorA, spec.AnchorB, spec.Min, spec.Max)
+	default:
+		c = cp.NewPivotJoint2(a, b, spec.AnchorA, spec.AnchorB)
+	}
+	c.SetCollideBodies(false)
+	return c
+}
+
+// NewSpace returns an empty cp space with the world's solver settings
+// (gravity, iterations) left to the caller. Building spaces and bodies goes
+// through NewSpace and NewBody so that worlds and local simulations on
+// several goroutines never race on cp's body numbering.
+func NewSpace() *cp.Space {
+	cpConstruct.Lock()
+	defer cpConstruct.Unlock()
+	return cp.NewSpace()
+}
+
+// NewBody returns a dynamic cp body of the given mass (kg) and moment of
+// inertia (kg·m²).
+func NewBody(mass, moment float64) *cp.Body {
+	cpConstruct.Lock()
+	defer cpConstruct.Unlock()
+	return cp.NewBody(mass, moment)
 }
 
 // RemoveJoint removes (breaks) a joint; its island may split.

@@ -54,7 +54,8 @@ type Authority struct {
 }
 
 // NewAuthority builds the scenarios' worlds; the first Step returns the
-// Announce of every body and the Lease and Manifest of every island.
+// Announce of every body and the Lease, Manifest and Physics of every
+// island.
 // sendHz must lie in [1, StepHz].
 func NewAuthority(scs []Scenario, sendHz int) (*Authority, error) {
 	if sendHz < 1 || sendHz > StepHz {
@@ -116,7 +117,7 @@ func (a *Authority) drain(st *stage) {
 		switch e.Kind {
 		case physics.IslandFormed, physics.IslandChanged:
 			is := st.w.Island(e.Island)
-			a.ctl = append(a.ctl, codec.Lease(is.Lease()), codec.Manifest(is.Manifest()))
+			a.ctl = append(a.ctl, codec.Lease(is.Lease()), codec.Manifest(is.Manifest()), physicsOf(st.w, is))
 		case physics.LeaseChanged:
 			a.ctl = append(a.ctl, codec.Lease(st.w.Island(e.Island).Lease()))
 		case physics.IslandGone:
