@@ -43,6 +43,16 @@
 //     rebuilt and go through reassembly like any other, digest included.
 //     A rebuild that does not yield fragments of that frame is refused and
 //     counted (V2Stats.ParityBad).
+//   - Islands move as the authority moves them, joints and all: each
+//     Physics control message builds a local simulation of its island
+//     (package localsim). Past the newest frame the island continues under
+//     its gravity, joints and ground contacts; a wide frame pair is crossed
+//     along that continuation; and every view is settled so that its joints
+//     stand as in the frames it came from — blends never stretch a joint
+//     the authority did not. Without a Physics message for the frame's
+//     topology and config, members move along their own velocities.
+//     Config.MaxSimBodies caps the simulations' bodies;
+//     Config.StraightExtrapolation turns it all off.
 //   - Every known island has a view: one without a valid pose at r comes as
 //     missing (Mode store.Empty, no poses), and ViewReady says whether the
 //     whole view is valid at r. While the clock is Frozen the views are held

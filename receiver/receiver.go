@@ -9,6 +9,7 @@ import (
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/localsim"
 	"github.com/islandsync/islandsync/store"
 	"github.com/islandsync/islandsync/validator"
 )
@@ -26,6 +27,14 @@ type Config struct {
 	// MaxBodies and MaxTombstones cap the identity registry. Zero means
 	// validator.DefaultMaxBodies and validator.DefaultMaxTombstones.
 	MaxBodies, MaxTombstones int
+	// MaxSimBodies caps the bodies of every island's local simulation
+	// together (zero: DefaultMaxSimBodies). An island past the newest frame
+	// continues under its Physics message — gravity, damping, joints — so
+	// that extrapolated bodies keep their joints.
+	MaxSimBodies int
+	// StraightExtrapolation ignores Physics messages: past its newest frame
+	// every member moves along its own velocity (for comparison).
+	StraightExtrapolation bool
 }
 
 // Errors Control returns. Each is also counted as a control reject.
@@ -79,6 +88,7 @@ type Receiver struct {
 	val   *validator.Validator
 	st    *store.Store
 	clock *store.Clock
+	sim   sims // local simulations of islands past their newest frame
 
 	clockPeriod  int64 // send period the clock was built with, µs; 0 for its default
 	welcomed     bool
@@ -132,6 +142,11 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
 		acks: make(map[uint32]*ackState), v2: make(map[uint32]*v2Island), parity: make(map[parityKey]*parityFrame, maxParityFrames)}
 	r.clock = store.NewClock(cfg.Clock)
+	if r.cfg.MaxSimBodies <= 0 {
+		r.cfg.MaxSimBodies = DefaultMaxSimBodies
+	}
+	r.sim = sims{byID: make(map[uint32]*[2]*localsim.Island)}
+	r.st.SetExtrapolator(&r.sim)
 	return r, nil
 }
 
@@ -143,6 +158,7 @@ func (r *Receiver) resetControl() {
 	r.val.Reset()
 	r.st.Reset()
 	r.known = r.known[:0]
+	r.sim.reset()
 	clear(r.acks)
 	clear(r.v2)
 	for key, pf := range r.parity {
@@ -229,6 +245,10 @@ func (r *Receiver) control(now int64, m codec.Message) error {
 		if i, found := slices.BinarySearch(r.known, m.Island); !found {
 			r.known = slices.Insert(r.known, i, m.Island)
 		}
+	case codec.Physics:
+		if err := r.physics(m); err != nil {
+			return err
+		}
 	case codec.Cut:
 		r.st.Cut(m.Island, m.Segment, m.Time)
 	case codec.Windows:
@@ -236,6 +256,7 @@ func (r *Receiver) control(now int64, m codec.Message) error {
 	case codec.Forget:
 		r.val.Forget(m.Island)
 		r.st.Forget(m.Island)
+		r.sim.forget(m.Island)
 		delete(r.acks, m.Island)
 		delete(r.v2, m.Island)
 		if i, found := slices.BinarySearch(r.known, m.Island); found {

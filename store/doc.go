@@ -40,6 +40,15 @@
 //     the whole island. Initial/Releasing frames, segment cuts, a new
 //     continuity segment (whatever the distance) and offsets above
 //     SnapDistance apply at once, for every member.
+//   - An Extrapolator (SetExtrapolator; package receiver sets one backed by
+//     package localsim) makes the island behave as one body of joints:
+//     past the newest frame it continues the island with a simulation
+//     instead of moving each member along its own velocity; a frame pair
+//     wider than BridgeGap (frames lost between them) is crossed along that
+//     continuation; and after every blend — interpolation, extrapolation,
+//     recovery smoothing — the poses are settled so that the joints stand
+//     as in the frames they came from. Between the old segment's last frame
+//     and a known Cut, the old segment continues until the cut's time.
 //
 // # Time
 //

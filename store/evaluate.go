@@ -97,12 +97,16 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 	n := h.frames[0].Len() // every frame of a history shares one manifest
 	v.Poses = resizeStates(v.Poses, n)
 	src := left
+	// Between the old segment's last frame and a known cut, the old segment
+	// still holds: it continues until the cut's time.
+	beforeCut := left != nil && right != nil && left.Segment() != right.Segment() && h.haveCut &&
+		h.cutSeg == right.Segment() && r < h.cutAt
 	switch {
 	case left == nil: // r before the oldest frame
 		v.Mode, src = HoldOldest, right
 		v.SampleTime = right.Time()
 		copyStates(v.Poses, right)
-	case right == nil: // past the newest frame
+	case right == nil || beforeCut: // past the newest frame (of its segment)
 		dt := int64(r - left.Time())
 		v.Extrapolated = dt
 		limit := s.cfg.ExtrapolationCap
@@ -112,9 +116,13 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 			dt = limit
 			v.Mode, v.SampleTime = Stale, left.Time()+island.Time(dt)
 		}
-		sec := float64(dt) / 1e6
-		for i := range v.Poses {
-			v.Poses[i] = extrapolate(left.State(i), sec)
+		if s.ext != nil && s.ext.Extrapolate(left, dt, v.Poses) {
+			s.stats.Simulated++
+		} else {
+			sec := float64(dt) / 1e6
+			for i := range v.Poses {
+				v.Poses[i] = extrapolate(left.State(i), sec)
+			}
 		}
 	case left == right:
 		v.Mode, v.ValidAtR, v.SampleTime = Interpolate, true, r
@@ -125,8 +133,13 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 	default:
 		v.Mode, v.ValidAtR, v.SampleTime = Interpolate, true, r
 		v.Alpha = float64(r-left.Time()) / float64(right.Time()-left.Time())
-		for i := range v.Poses {
-			v.Poses[i] = interpolate(left.State(i), right.State(i), v.Alpha)
+		if span := int64(right.Time() - left.Time()); span > s.cfg.BridgeGap && s.ext != nil &&
+			s.ext.Bridge(left, right, int64(r-left.Time()), v.Poses) {
+			s.stats.Bridged++
+		} else {
+			for i := range v.Poses {
+				v.Poses[i] = interpolate(left.State(i), right.State(i), v.Alpha)
+			}
 		}
 	}
 	if left != nil {
@@ -145,6 +158,15 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 	}
 	s.account(h, v, now)
 	s.recover(h, v, left, right, now)
+	if s.ext != nil {
+		// The joints stand as in the frames the poses come from: the pair
+		// an interpolation blends, else the one frame shown or continued.
+		if v.Mode == Interpolate && left != right {
+			s.ext.Settle(left, right, v.Alpha, v.Poses)
+		} else {
+			s.ext.Settle(src, nil, 0, v.Poses)
+		}
+	}
 	h.shown = append(h.shown[:0], v.Poses...)
 	h.mode = v.Mode
 	h.shownSeg = v.Segment

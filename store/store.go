@@ -22,6 +22,10 @@ type Config struct {
 	// ExtrapolationCap is how far past its newest frame an island may be
 	// extrapolated before it is held and reported stale. Zero means 100 ms.
 	ExtrapolationCap int64
+	// BridgeGap is the widest frame pair, µs, blended linearly when an
+	// Extrapolator is set; wider pairs are bridged by it. Zero means 75 ms
+	// (one frame lost at 20 Hz makes a 100 ms pair).
+	BridgeGap int64
 	// SmoothDuration is how long a recovery offset takes to decay to zero.
 	// Zero means 100 ms.
 	SmoothDuration int64
@@ -44,6 +48,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ExtrapolationCap <= 0 {
 		c.ExtrapolationCap = 100_000
+	}
+	if c.BridgeGap <= 0 {
+		c.BridgeGap = 75_000
 	}
 	if c.SmoothDuration <= 0 {
 		c.SmoothDuration = 100_000
@@ -121,6 +128,7 @@ type history struct {
 // concurrent use.
 type Store struct {
 	cfg     Config
+	ext     Extrapolator
 	auth    Authority
 	islands map[uint32]*history
 	view    View
@@ -131,6 +139,39 @@ type Store struct {
 func New(cfg Config, auth Authority) *Store {
 	return &Store{cfg: cfg.withDefaults(), auth: auth, islands: make(map[uint32]*history)}
 }
+
+// An Extrapolator continues an island past its newest frame as a whole —
+// an observer's local simulation of the island's joints — so that the
+// bodies keep the constraints the authority keeps instead of each flying
+// along its own velocity.
+type Extrapolator interface {
+	// Extrapolate writes to out (one state per member, in f's member order)
+	// the island's states dt µs after frame f, 0 < dt ≤ the extrapolation
+	// cap, and reports whether it could. When it cannot (no description of
+	// the island's physics for f's topology and config, say), the store
+	// moves every member along its own velocity instead.
+	Extrapolate(f *validator.Validated, dt int64, out []island.State) bool
+	// Bridge writes to out the island's states dt µs after frame a on the
+	// way to the later frame b of the same segment (0 < dt < b's time − a's):
+	// continued from a, and moved by the share dt/(b − a) of the gap between
+	// where that continuation has the island at b's time and where b has
+	// it. It reports false when it cannot; the store then blends a and b
+	// linearly. The store asks only for pairs more than Config.BridgeGap
+	// apart — frames lost between them — where a straight blend cuts the
+	// arcs that swinging bodies follow and shortens their joints.
+	Bridge(a, b *validator.Validated, dt int64, out []island.State) bool
+	// Settle moves poses (the island's members, in its frames' order) the
+	// least it can so that the island's joints stand as in frame a — or,
+	// with b not nil, as in a blend of a and b by alpha (0: a, 1: b) — after
+	// every blend the store made: interpolation, extrapolation, recovery
+	// smoothing.
+	Settle(a, b *validator.Validated, alpha float64, poses []island.State)
+}
+
+// SetExtrapolator makes the store continue islands past their newest frame
+// with e (nil: every member along its own velocity). Views report the mode
+// as Extrapolate either way; Stats.Simulated counts the views e produced.
+func (s *Store) SetExtrapolator(e Extrapolator) { s.ext = e }
 
 // LeaseChanged tells the store that the island's authority changed at local
 // time now; the delay until its first committed frame under the new stamp is
@@ -270,6 +311,8 @@ type Stats struct {
 	StaleCleanups      uint64                   // histories dropped after staying Stale past StaleCleanup
 	Recoveries         uint64                   // smoothed recoveries from extrapolation or freeze
 	Snaps              uint64                   // recoveries applied at once (flags, cut, distance)
+	Simulated          uint64                   // extrapolated views the Extrapolator produced (the rest went straight)
+	Bridged            uint64                   // interpolated views across a gap the Extrapolator bridged
 	CorrectionLast     float64                  // largest member offset of the last recovery, metres
 	CorrectionMax      float64                  // largest recovery offset ever, metres
 	ExtrapolationTime  int64                    // µs of island-time spent extrapolating, summed over islands

@@ -149,6 +149,7 @@ func printMatrix(w io.Writer, m *matrixReport) {
 	fmt.Fprintf(w, "\nhalf-frames, worst cell: %d\n", worstHalf)
 	fmt.Fprintf(w, "displayed joint error p99, worst: %.2f× the server floor (%s)\n", worstP99, worstP99s)
 	fmt.Fprintf(w, "displayed joint error max, worst: %.2f× the server floor (%s)\n", worstMax, worstMaxs)
+	printComparison(w, m)
 	fmt.Fprintf(w, "commit ratio of the biggest frames, mean by loss:")
 	for _, l := range matrixLoss {
 		a := byLoss[l]
@@ -175,4 +176,41 @@ func printMatrix(w io.Writer, m *matrixReport) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// printComparison sets the pipeline beside the same receive path without
+// local simulation: worst joint error ratios, and how far shown bodies
+// are from where the server had them (worst p99 and max, and the mean of
+// the scenarios' p99 over every cell).
+func printComparison(w io.Writer, m *matrixReport) {
+	type agg struct{ p99, mx, worstP99, worstMax, sumP99 float64 }
+	var pipe, straight agg
+	n := 0.0
+	add := func(a *agg, r *receiverReport, floor floorReport) {
+		a.p99 = max(a.p99, ratio(r.P99JointError, floor.P99JointError))
+		a.mx = max(a.mx, ratio(r.MaxJointError, floor.MaxJointError))
+		a.worstP99 = max(a.worstP99, r.P99PositionError)
+		a.worstMax = max(a.worstMax, r.MaxPositionError)
+		a.sumP99 += r.P99PositionError
+	}
+	for _, c := range m.Cells {
+		for i := range c.Scenarios {
+			s := &c.Scenarios[i]
+			if s.Straight == nil {
+				continue
+			}
+			add(&pipe, &s.Pipeline, s.ServerFloor)
+			add(&straight, s.Straight, s.ServerFloor)
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "without local simulation (straight extrapolation, plain blends): joint error p99 worst %.2f×, max worst %.2f× the floor\n",
+		straight.p99, straight.mx)
+	fmt.Fprintf(w, "shown position vs the server's at the shown time, m:    p99 mean %.3f, p99 worst %.3f, max %.3f\n",
+		pipe.sumP99/n, pipe.worstP99, pipe.worstMax)
+	fmt.Fprintf(w, "                          without local simulation, m:  p99 mean %.3f, p99 worst %.3f, max %.3f\n",
+		straight.sumP99/n, straight.worstP99, straight.worstMax)
 }

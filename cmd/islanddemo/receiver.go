@@ -17,8 +17,10 @@ type pipeline struct {
 	ids     []island.MemberID
 	poses   []island.State
 	lim     codec.ControlLimits
-	cuts    bool // a view showed a segment cut this tick
-	stale   bool // a view was stale this tick
+	truth   *truth    // where the server had the bodies; nil: no position errors
+	posErrs []float64 // every shown body's distance from the server's pose at the view's time
+	cuts    bool      // a view showed a segment cut this tick
+	stale   bool      // a view was stale this tick
 	ctlErrs uint64
 }
 
@@ -52,6 +54,11 @@ func (p *pipeline) apply(views []receiver.IslandView) {
 		for _, ps := range v.Poses {
 			p.ids = append(p.ids, ps.ID)
 			p.poses = append(p.poses, ps.State)
+			if p.truth != nil {
+				if d, ok := p.truth.distance(ps.ID, v.R, ps.State.X, ps.State.Y); ok {
+					p.posErrs = append(p.posErrs, d)
+				}
+			}
 		}
 		p.rep.ApplyIsland(p.ids, p.poses, physics.Source{From: v.Left, To: v.Right})
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/islandsync/islandsync/internal/quantile"
 )
 
 // report is the whole run, as printed by -json. Field names are stable; see
@@ -32,6 +34,17 @@ type receiverReport struct {
 	HalfFramesApplied int     `json:"half_frames_applied"`
 	MaxJointError     float64 `json:"max_joint_error"`
 	P99JointError     float64 `json:"p99_joint_error"`
+	// Position errors: how far each shown body is from where the server had
+	// it at the view's playback time, metres (absent for the naive
+	// receiver, which has no playback time).
+	MaxPositionError float64 `json:"max_position_error,omitempty"`
+	P99PositionError float64 `json:"p99_position_error,omitempty"`
+}
+
+// pipelineReport summarizes a receive path's joint and position errors.
+func pipelineReport(half int, joint, pos []float64) receiverReport {
+	return receiverReport{HalfFramesApplied: half, MaxJointError: round(maxOf(joint), 4), P99JointError: round(quantile.Nearest(joint, 99), 4),
+		MaxPositionError: round(maxOf(pos), 4), P99PositionError: round(quantile.Nearest(pos, 99), 4)}
 }
 
 type floorReport struct {
@@ -59,7 +72,8 @@ type scenarioReport struct {
 	FragmentsRebuilt   uint64            `json:"fragments_rebuilt"` // wire 2: data fragments rebuilt from parity records
 	Rejects            map[string]uint64 `json:"rejects"`
 	Pipeline           receiverReport    `json:"pipeline"`
-	Naive              *receiverReport   `json:"naive,omitempty"` // absent over QUIC: the naive receiver needs the raw link
+	Straight           *receiverReport   `json:"straight,omitempty"` // the pipeline without local simulation; absent over QUIC
+	Naive              *receiverReport   `json:"naive,omitempty"`    // absent over QUIC: the naive receiver needs the raw link
 	ServerFloor        floorReport       `json:"server_floor"`
 	FreezeSeconds      float64           `json:"freeze_s"`
 	ExtrapolateSeconds float64           `json:"extrapolation_s"`
@@ -89,8 +103,13 @@ func printTable(w io.Writer, r *report) {
 		fmt.Fprintf(w, "   sent %d frames in %d datagrams (%d KiB, %.1f kB/s%s); committed %d frames%s\n",
 			s.FramesSent, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, frags, s.FramesCommitted, rebuilt)
 		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected\n", s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected)
-		fmt.Fprintf(w, "   %-22s %12s %16s %16s\n", "receiver", "half-frames", "max joint err m", "p99 joint err m")
-		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "pipeline (atomic)", s.Pipeline.HalfFramesApplied, s.Pipeline.MaxJointError, s.Pipeline.P99JointError)
+		fmt.Fprintf(w, "   %-22s %12s %16s %16s %14s %14s\n", "receiver", "half-frames", "max joint err m", "p99 joint err m", "max pos err m", "p99 pos err m")
+		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f %14.4f %14.4f\n", "pipeline (atomic)", s.Pipeline.HalfFramesApplied, s.Pipeline.MaxJointError, s.Pipeline.P99JointError,
+			s.Pipeline.MaxPositionError, s.Pipeline.P99PositionError)
+		if s.Straight != nil {
+			fmt.Fprintf(w, "   %-22s %12s %16.4f %16.4f %14.4f %14.4f\n", "  without local sim", "-", s.Straight.MaxJointError, s.Straight.P99JointError,
+				s.Straight.MaxPositionError, s.Straight.P99PositionError)
+		}
 		if s.Naive != nil {
 			fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f\n", "naive (per fragment)", s.Naive.HalfFramesApplied, s.Naive.MaxJointError, s.Naive.P99JointError)
 		}

@@ -40,7 +40,8 @@ type series struct {
 type measure struct {
 	world               *physics.World
 	pipe                *pipeline
-	nv                  *naive // nil when there is no naive receiver (QUIC)
+	straight            *pipeline // the same receive path without local simulation; nil over QUIC
+	nv                  *naive    // nil when there is no naive receiver (QUIC)
 	perFragment         int
 	wire                int
 	dec2                *codec.V2Decoder // reads the fragment counts of wire-2 datagrams sent
@@ -51,6 +52,7 @@ type measure struct {
 	maxFragments        int
 	ser                 series
 	pipeErrs, naiveErrs []float64
+	straightErrs        []float64
 	ages                []float64
 	pipeHalf, naiveHalf int
 }
@@ -134,6 +136,9 @@ func (m *measure) rendered(now int64) {
 	var pm, nm float64
 	m.pipeErrs, ph, pm = m.pipe.rep.Measure(islands, m.pipeErrs)
 	m.pipeHalf += ph
+	if m.straight != nil {
+		m.straightErrs, _, _ = m.straight.rep.Measure(islands, m.straightErrs)
+	}
 	if m.nv != nil {
 		var nh int
 		m.naiveErrs, nh, nm = m.nv.rep.Measure(islands, m.naiveErrs)
@@ -169,7 +174,7 @@ func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, 
 		FramesCommitted:    rs.FramesCommitted,
 		FragmentsRebuilt:   rs.V2.Rebuilt,
 		Rejects:            rejects(&rs, m.pipe.ctlErrs),
-		Pipeline:           receiverReport{HalfFramesApplied: m.pipeHalf, MaxJointError: round(maxOf(m.pipeErrs), 4), P99JointError: round(quantile.Nearest(m.pipeErrs, 99), 4)},
+		Pipeline:           pipelineReport(m.pipeHalf, m.pipeErrs, m.pipe.posErrs),
 		ServerFloor:        floorReport{MaxJointError: round(maxOf(m.floor), 4), P99JointError: round(quantile.Nearest(m.floor, 99), 4)},
 		FreezeSeconds:      round(float64(rs.Store.FreezeTime+rs.Clock.FrozenTime)/1e6, 3),
 		ExtrapolateSeconds: round(float64(rs.Store.ExtrapolationTime)/1e6, 3),
@@ -178,6 +183,10 @@ func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, 
 		CorrectionMaxM:     round(rs.Store.CorrectionMax, 4),
 		HandoffLatencyMs:   round(float64(rs.Store.HandoffLatencyMax)/1000, 1),
 		Network:            netw,
+	}
+	if m.straight != nil {
+		st := pipelineReport(0, m.straightErrs, m.straight.posErrs)
+		rep.Straight = &st
 	}
 	if m.nv != nil {
 		rep.Naive = &receiverReport{HalfFramesApplied: m.naiveHalf, MaxJointError: round(maxOf(m.naiveErrs), 4), P99JointError: round(quantile.Nearest(m.naiveErrs, 99), 4)}
@@ -216,6 +225,15 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 	nv := newNaive(world)
 	m := newMeasure(world, pipe, nv)
 	m.wire = opt.Wire
+	// The same receive path without local simulation, fed the same bytes,
+	// for comparison; its feedback is not sent (it holds what rx holds).
+	rxStraight, err := receiver.New(receiver.Config{StraightExtrapolation: true})
+	if err != nil {
+		return scenarioReport{}, series{}, err
+	}
+	tr := newTruth(world)
+	m.straight = newPipeline(world, rxStraight)
+	pipe.truth, m.straight.truth = tr, tr
 
 	// The control stream is reliable and ordered: every run of bytes
 	// arrives after the one-way delay, in order.
@@ -239,6 +257,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		if now >= nextStep {
 			nextStep += stepUS
 			ctl, frames := auth.Step()
+			tr.record()
 			for _, msg := range ctl {
 				_ = bc.Apply(msg)
 			}
@@ -262,6 +281,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		// that depends on it could have been.
 		for len(ctlQueue) > 0 && ctlQueue[0].due <= now {
 			pipe.control(now, ctlQueue[0].b)
+			m.straight.control(now, ctlQueue[0].b)
 			ctlQueue = ctlQueue[1:]
 		}
 		// The observer's feedback (baselines held, keyframe requests,
@@ -286,11 +306,13 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		out = link.Deliver(now, out[:0])
 		for _, dg := range out {
 			rx.Datagram(now, dg)
+			rxStraight.Datagram(now, dg)
 			nv.receive(dg)
 		}
 		if now >= nextRender {
 			nextRender += stepUS
 			pipe.render(now)
+			m.straight.render(now)
 			m.rendered(now)
 		}
 	}

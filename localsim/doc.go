@@ -1,0 +1,37 @@
+// Package localsim is the observer's own physics: it continues a
+// constraint island past the newest frame the authority sent, and keeps
+// the island's joints standing in whatever the observer shows.
+//
+// An Island is built from the island's Physics control message (package
+// codec): the authority's step, solver iterations, gravity and damping,
+// every member's mass, moment and collision box, every joint, and the
+// static ground. It owns a cp/v2 space holding exactly that.
+//
+//   - Continue seeds the space from a frame's poses and velocities and
+//     steps it at the authority's fixed step to the time asked for,
+//     blending the two steps around it. Asked again for the same frame and
+//     a later time — the next render tick — it carries on, so a tick costs
+//     about one step. Past a step cap it holds.
+//   - Bridge crosses a wide frame pair (frames lost between them) along
+//     the continuation of the first frame, moved by a growing share of the
+//     gap to the second, so swinging bodies follow their arcs rather than
+//     the chords a straight blend cuts.
+//   - Settle moves and turns shown poses as little as it can so that every
+//     joint stands as the frames they were blended from have it
+//     (Separations), solving all the island's joints at once in a banded
+//     factorization. It fixes what blending and correction break and keeps
+//     what the authority's own solver leaves.
+//
+// Package receiver wires an Island into the store (store.Extrapolator) for
+// every island it has a Physics message for; an engine using the receiver
+// needs nothing more.
+//
+// Limits: only the island's own bodies and the static ground are in the
+// space — contacts with other islands are not. The solver starts cold (the
+// authority's accumulated impulses do not travel), so a long, fast chain
+// drifts from the authority within a tenth of a second; the continuation
+// is still closer than moving each body along its own velocity, and its
+// joints hold. The package is not pure: cp allocates and numbers bodies,
+// so spaces are built through package physics, which serializes that. An
+// Island is not safe for concurrent use.
+package localsim

@@ -1,0 +1,220 @@
+package localsim
+
+import (
+	"errors"
+	"math"
+
+	"github.com/jakecoffman/cp/v2"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/physics"
+)
+
+// DefaultMaxSteps caps the steps one continuation runs: at a 60 Hz step,
+// two seconds past the seed frame, far beyond any sane extrapolation cap.
+const DefaultMaxSteps = 120
+
+// ErrBadPhysics is returned for a description New cannot simulate.
+var ErrBadPhysics = errors.New("localsim: bad physics description")
+
+// Island is one island's local simulation: a cp space holding the island's
+// bodies and joints, built once from its Physics description and re-seeded
+// from frames. Not safe for concurrent use.
+type Island struct {
+	desc   codec.Physics
+	space  *cp.Space
+	bodies []*cp.Body
+	dt     float64 // seconds per step
+	step   int64   // µs per step
+
+	// The continuation in progress: seeded from frame seed at seedTime,
+	// steps run since; prev and cur are the states after steps−1 and steps.
+	seeded   bool
+	seed     island.Key
+	seedTime island.Time
+	steps    int
+	prev     []island.State
+	cur      []island.State
+
+	// proj solves Settle's projection; built on first use.
+	proj *projector
+
+	// The bridge in progress: from frame bridgeA to frame bridgeB, gap
+	// holds b's states minus the continuation's at b's time.
+	bridging         bool
+	bridgeA, bridgeB island.Key
+	bridgeT          [2]island.Time
+	gap              []island.State
+}
+
+// New builds the simulation p describes. p must be a message ParseControl
+// accepts (every value in range); New checks again what it relies on.
+func New(p codec.Physics) (*Island, error) {
+	n := len(p.Bodies)
+	if n == 0 || p.Step == 0 || p.Iterations == 0 || !(p.Damping > 0 && p.Damping <= 1) {
+		return nil, ErrBadPhysics
+	}
+	s := &Island{desc: p, space: physics.NewSpace(), bodies: make([]*cp.Body, n),
+		dt: float64(p.Step) / 1e6, step: int64(p.Step), prev: make([]island.State, n), cur: make([]island.State, n),
+		gap: make([]island.State, n)}
+	s.space.SetGravity(cp.Vector{X: p.Gravity[0], Y: p.Gravity[1]})
+	s.space.Iterations = uint(p.Iterations)
+	s.space.SetDamping(p.Damping)
+	for i, bd := range p.Bodies {
+		if !(bd.Mass > 0 && bd.Moment > 0) || math.IsInf(bd.Mass, 0) || math.IsInf(bd.Moment, 0) {
+			return nil, ErrBadPhysics
+		}
+		s.bodies[i] = s.space.AddBody(physics.NewBody(bd.Mass, bd.Moment))
+		if bd.Width > 0 && bd.Height > 0 {
+			physics.AddBox(s.space, s.bodies[i], cp.Vector{X: bd.Width, Y: bd.Height}, bd.Friction)
+		}
+	}
+	for _, g := range p.Static {
+		physics.AddSegment(s.space, physics.Segment{A: cp.Vector{X: g.A[0], Y: g.A[1]}, B: cp.Vector{X: g.B[0], Y: g.B[1]},
+			Radius: g.Radius, Friction: g.Friction})
+	}
+	for _, j := range p.Joints {
+		if j.A >= uint32(n) || (j.B >= uint32(n) && j.B != codec.NoBody) || j.A == j.B {
+			return nil, ErrBadPhysics
+		}
+		a, b := s.bodies[j.A], s.space.StaticBody
+		if j.B != codec.NoBody {
+			b = s.bodies[j.B]
+		}
+		spec := physics.JointSpec{AnchorA: cp.Vector{X: j.AnchorA[0], Y: j.AnchorA[1]},
+			AnchorB: cp.Vector{X: j.AnchorB[0], Y: j.AnchorB[1]}, Dist: j.Min, Min: j.Min, Max: j.Max}
+		switch j.Kind {
+		case codec.JointPivot:
+			spec.Kind = physics.Pivot
+		case codec.JointPin:
+			spec.Kind = physics.Pin
+		case codec.JointSlide:
+			spec.Kind = physics.Slide
+		default:
+			return nil, ErrBadPhysics
+		}
+		s.space.AddConstraint(physics.NewConstraint(&spec, a, b))
+	}
+	return s, nil
+}
+
+// Describes reports whether the simulation was built for frames of this
+// topology generation and config revision with n members.
+func (s *Island) Describes(topology, config uint32, n int) bool {
+	return s.desc.Topology == topology && s.desc.Config == config && len(s.bodies) == n
+}
+
+// Continue writes to out the island's states dt µs (> 0) after the frame
+// key, sampled at authority time t, whose member states state(i) returns
+// (i in manifest order, len(out) of them). It steps the island at the
+// authority's fixed step from those states and blends the two steps around
+// dt; asked again for the same frame and a later dt, it carries on from
+// where it stopped, so a render tick costs about one step. Past maxSteps
+// (zero: DefaultMaxSteps) it holds the last state. It reports false when
+// out does not match the island.
+func (s *Island) Continue(key island.Key, t island.Time, state func(i int) island.State, dt int64, maxSteps int, out []island.State) bool {
+	if len(out) != len(s.bodies) || dt <= 0 {
+		return false
+	}
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	if !s.seeded || s.seed != key || s.seedTime != t || int64(s.steps-1)*s.step > dt {
+		s.reseed(key, t, state)
+	}
+	want := min(int((dt+s.step-1)/s.step), maxSteps) // steps that reach dt
+	for s.steps < want {
+		s.prev, s.cur = s.cur, s.prev
+		s.space.Step(s.dt)
+		s.steps++
+		s.read(s.cur)
+	}
+	frac := 1.0
+	if s.steps > 0 && int64(s.steps)*s.step > dt {
+		frac = float64(dt-int64(s.steps-1)*s.step) / float64(s.step)
+	}
+	for i := range out {
+		out[i] = blend(s.prev[i], s.cur[i], frac)
+	}
+	return true
+}
+
+// Bridge writes to out the island's states dt µs after frame a (at time
+// ta, states stateA) on the way to frame b (at tb > ta, states stateB):
+// the continuation from a at dt, moved by the share dt/(tb − ta) of the gap
+// between b and the continuation at tb. At dt = tb − ta it is b exactly;
+// joints stay as the continuation keeps them, give or take the gap's
+// spread across a joint. The gap is worked out once per pair; later calls
+// for the same pair cost what Continue does. It reports false when out
+// does not match the island or the pair is more than maxSteps (zero:
+// DefaultMaxSteps) steps apart.
+func (s *Island) Bridge(a island.Key, ta island.Time, stateA func(i int) island.State,
+	b island.Key, tb island.Time, stateB func(i int) island.State, dt int64, maxSteps int, out []island.State) bool {
+	span := int64(tb - ta)
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	if len(out) != len(s.bodies) || dt <= 0 || dt >= span || span > int64(maxSteps)*s.step {
+		return false
+	}
+	if !s.bridging || s.bridgeA != a || s.bridgeB != b || s.bridgeT != [2]island.Time{ta, tb} {
+		if !s.Continue(a, ta, stateA, span, maxSteps, s.gap) {
+			return false
+		}
+		for i := range s.gap {
+			g, sb := &s.gap[i], stateB(i)
+			*g = island.State{X: sb.X - g.X, Y: sb.Y - g.Y, Angle: sb.Angle - g.Angle,
+				VX: sb.VX - g.VX, VY: sb.VY - g.VY, AngVel: sb.AngVel - g.AngVel}
+		}
+		s.bridging, s.bridgeA, s.bridgeB, s.bridgeT = true, a, b, [2]island.Time{ta, tb}
+	}
+	if !s.Continue(a, ta, stateA, dt, maxSteps, out) {
+		return false
+	}
+	f := float64(dt) / float64(span)
+	for i := range out {
+		o, g := &out[i], &s.gap[i]
+		o.X += g.X * f
+		o.Y += g.Y * f
+		o.Angle += g.Angle * f
+		o.VX += g.VX * f
+		o.VY += g.VY * f
+		o.AngVel += g.AngVel * f
+	}
+	return true
+}
+
+// reseed puts every body at the frame's state and forgets the steps run.
+// The solver keeps its warm start — the joint and contact impulses of the
+// last steps run — as the best guess it has for the new start.
+func (s *Island) reseed(key island.Key, t island.Time, state func(i int) island.State) {
+	for i, b := range s.bodies {
+		st := state(i)
+		b.SetPosition(cp.Vector{X: st.X, Y: st.Y})
+		b.SetAngle(st.Angle)
+		b.SetVelocity(st.VX, st.VY)
+		b.SetAngularVelocity(st.AngVel)
+		s.cur[i] = st
+	}
+	copy(s.prev, s.cur)
+	s.seeded, s.seed, s.seedTime, s.steps = true, key, t, 0
+}
+
+func (s *Island) read(dst []island.State) {
+	for i, b := range s.bodies {
+		p, v := b.Position(), b.Velocity()
+		dst[i] = island.State{X: p.X, Y: p.Y, Angle: b.Angle(), VX: v.X, VY: v.Y, AngVel: b.AngularVelocity()}
+	}
+}
+
+// blend moves a toward b by f (0 … 1), field by field.
+func blend(a, b island.State, f float64) island.State {
+	return island.State{
+		X: a.X + (b.X-a.X)*f, Y: a.Y + (b.Y-a.Y)*f, Angle: a.Angle + (b.Angle-a.Angle)*f,
+		VX: a.VX + (b.VX-a.VX)*f, VY: a.VY + (b.VY-a.VY)*f, AngVel: a.AngVel + (b.AngVel-a.AngVel)*f,
+	}
+}
+
+// Bodies returns how many bodies the simulation holds.
+func (s *Island) Bodies() int { return len(s.bodies) }

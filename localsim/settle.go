@@ -1,0 +1,354 @@
+package localsim
+
+import (
+	"math"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+)
+
+// MaxSettleEnvelope caps the entries of the matrix Settle factors for one
+// island (its rows times their band). An island whose joints are listed so
+// that the band is wider than that is shown as blended, unsettled.
+const MaxSettleEnvelope = 1 << 20
+
+// settleRounds caps how many times Settle solves. A round is exact for
+// moves and first order for turns, so rounds converge quadratically; they
+// stop when every joint stands within settleTolerance of its target.
+const settleRounds = 6
+
+// JointErrors writes to out (one per joint, in the order of the island's
+// Physics message) how far states (one per member, manifest order) break
+// each joint, metres: for a pivot the anchors' separation, for a pin its
+// departure from the rest distance, for a slide its excursion out of range.
+func (s *Island) JointErrors(states func(i int) island.State, out []float64) []float64 {
+	out = out[:0]
+	for k := range s.desc.Joints {
+		j := &s.desc.Joints[k]
+		dx, dy, _ := separation(j, states)
+		d := math.Hypot(dx, dy)
+		lo, hi := 0.0, 0.0
+		if j.Kind != codec.JointPivot {
+			lo, hi = j.Min, j.Max
+		}
+		out = append(out, max(0, lo-d, d-hi))
+	}
+	return out
+}
+
+// Separations writes to out (one per joint) each joint's anchor separation
+// at states — A's anchor less B's — turned into A's frame: how the joint
+// stands, stretched or slack, whichever way A faces.
+func (s *Island) Separations(states func(i int) island.State, out [][2]float64) [][2]float64 {
+	out = out[:0]
+	for k := range s.desc.Joints {
+		dx, dy, angle := separation(&s.desc.Joints[k], states)
+		sin, cos := math.Sincos(angle)
+		out = append(out, [2]float64{dx*cos + dy*sin, -dx*sin + dy*cos})
+	}
+	return out
+}
+
+// separation returns joint j's anchor separation at states (A's anchor
+// less B's, world metres) and A's angle.
+func separation(j *codec.JointSpec, states func(i int) island.State) (dx, dy, angle float64) {
+	a := states(int(j.A))
+	ax, ay := anchorOf(&a, j.AnchorA)
+	bx, by := j.AnchorB[0], j.AnchorB[1]
+	if j.B != codec.NoBody {
+		b := states(int(j.B))
+		bx, by = anchorOf(&b, j.AnchorB)
+	}
+	return ax - bx, ay - by, a.Angle
+}
+
+// Settle moves and turns the bodies of poses (one per member, manifest
+// order) as little as it can — weighted by mass, a turn counted as the move
+// of the body's farthest anchor by four times as much — so that every joint stands as target
+// says (one separation per joint, in A's frame; see Separations), the
+// static world fixed. Given the separations of the frames the poses were
+// blended from (blended alike), it mends what blending broke — a frame
+// pair spanning a fast rotation, a correction fading out; a blend of two
+// jointed poses is jointed only to first order in the rotation between
+// them — and keeps what the authority's own solver leaves, such as a long
+// rope stretched under its weight, which forcing every joint shut would
+// pull out of place. It solves for every joint at once — the island's
+// constraint equations, linearized, in a banded factorization — so a chain
+// is mended where its blend bent it without links far from the error
+// moving. Joints that cannot all stand so at once (a loop that cannot
+// close) are met as nearly as they can be.
+func (s *Island) Settle(poses []island.State, target [][2]float64) {
+	if len(poses) != len(s.bodies) || len(s.desc.Joints) == 0 || len(target) != len(s.desc.Joints) {
+		return
+	}
+	if s.proj == nil {
+		s.proj = newProjector(&s.desc)
+	}
+	if s.proj.rows == nil {
+		return // the band is too wide to factor
+	}
+	for range settleRounds {
+		if !s.proj.round(&s.desc, poses, target) {
+			return
+		}
+	}
+}
+
+// settleTolerance is how far, metres, Settle lets a joint stand from its
+// target: far below what a player sees, it spares rounds that would move
+// bodies by less.
+const settleTolerance = 1e-5
+
+// row is one scalar constraint, the x or the y of one joint's anchor
+// separation less its target (turned with A). Each row is linear in the
+// bodies' positions and, to first order, their angles.
+type row struct {
+	joint int
+	a, b  int // bodies; b < 0: the static world
+	// Per round: the row's gradient with respect to each end's x, y and
+	// angle, and how far the separation is from its target. Every row
+	// applies (active is kept for rows a caller may leave out).
+	ja, jb [3]float64
+	c      float64
+	active bool
+}
+
+// projector holds the constraint rows of one island and the banded matrix
+// J·W·Jᵀ it factors (W: inverse masses), with every buffer a round needs.
+type projector struct {
+	rows  []row
+	first []int     // row r's band starts at column first[r]
+	off   []int     // row r's entries start at env[off[r]]
+	env   []float64 // L (below the diagonal) row by row, first[r] … r−1
+	d     []float64 // the diagonal D of L·D·Lᵀ
+	x     []float64 // right-hand side, then the multipliers
+	inv   []float64 // inverse mass per body
+	invI  []float64 // per body: the inverse of mass × (4 × farthest anchor)²
+	dx    []float64 // change per body: x, y, angle
+}
+
+func newProjector(p *codec.Physics) *projector {
+	pr := &projector{inv: make([]float64, len(p.Bodies)), invI: make([]float64, len(p.Bodies)), dx: make([]float64, 3*len(p.Bodies))}
+	// Turning is weighed as moving the body's farthest anchor four times as
+	// far: a thin link's own moment of inertia would make turning it nearly
+	// free, and the fix a spin where a slide does; and turns, linearized,
+	// are what takes rounds to converge.
+	reach := make([]float64, len(p.Bodies))
+	for _, j := range p.Joints {
+		reach[j.A] = max(reach[j.A], math.Hypot(j.AnchorA[0], j.AnchorA[1]))
+		if j.B != codec.NoBody {
+			reach[j.B] = max(reach[j.B], math.Hypot(j.AnchorB[0], j.AnchorB[1]))
+		}
+	}
+	for i, b := range p.Bodies {
+		pr.inv[i] = 1 / b.Mass
+		if reach[i] > 0 {
+			pr.invI[i] = 1 / (16 * b.Mass * reach[i] * reach[i])
+		}
+	}
+	var rows []row
+	for k, j := range p.Joints {
+		b := int(j.B)
+		if j.B == codec.NoBody {
+			b = -1
+		}
+		rows = append(rows, row{joint: k, a: int(j.A), b: b}, row{joint: k, a: int(j.A), b: b})
+	}
+	// Row r couples with the rows sharing a body with it; its band starts
+	// at the earliest of them.
+	earliest := make([]int, len(p.Bodies))
+	for i := range earliest {
+		earliest[i] = -1
+	}
+	first := make([]int, len(rows))
+	off := make([]int, len(rows)+1)
+	for r, rw := range rows {
+		f := r
+		for _, b := range [2]int{rw.a, rw.b} {
+			if b < 0 {
+				continue
+			}
+			if earliest[b] < 0 {
+				earliest[b] = r
+			}
+			f = min(f, earliest[b])
+		}
+		first[r] = f
+		off[r+1] = off[r] + (r - f)
+		if off[r+1] > MaxSettleEnvelope {
+			return pr
+		}
+	}
+	pr.rows, pr.first, pr.off = rows, first, off
+	pr.env = make([]float64, off[len(rows)])
+	pr.d = make([]float64, len(rows))
+	pr.x = make([]float64, len(rows))
+	return pr
+}
+
+// round linearizes the joints at poses, solves for the smallest
+// mass-weighted move that zeroes their errors, and applies it. It reports
+// false when every joint already holds.
+func (pr *projector) round(p *codec.Physics, poses []island.State, target [][2]float64) bool {
+	worst := 0.0
+	for r := 0; r < len(pr.rows); r += 2 {
+		rx, ry := &pr.rows[r], &pr.rows[r+1]
+		j := &p.Joints[rx.joint]
+		ax, ay := anchorOf(&poses[j.A], j.AnchorA)
+		bx, by := j.AnchorB[0], j.AnchorB[1]
+		if rx.b >= 0 {
+			bx, by = anchorOf(&poses[rx.b], j.AnchorB)
+		}
+		sin, cos := math.Sincos(poses[j.A].Angle)
+		tg := &target[rx.joint]
+		tx, ty := tg[0]*cos-tg[1]*sin, tg[0]*sin+tg[1]*cos // the target, turned with A
+		rx.active, ry.active = true, true
+		rx.c, ry.c = ax-bx-tx, ay-by-ty
+		// Turning a body by dθ moves a point r from its centre by dθ·(−ry,
+		// rx); A's target turns with it.
+		rax, ray := ax-poses[j.A].X-tx, ay-poses[j.A].Y-ty
+		rx.ja, ry.ja = [3]float64{1, 0, -ray}, [3]float64{0, 1, rax}
+		if rx.b >= 0 {
+			rbx, rby := bx-poses[rx.b].X, by-poses[rx.b].Y
+			rx.jb, ry.jb = [3]float64{-1, 0, rby}, [3]float64{0, -1, -rbx}
+		}
+		worst = max(worst, math.Abs(rx.c), math.Abs(ry.c))
+	}
+	if worst < settleTolerance {
+		return false
+	}
+	// Assemble J·W·Jᵀ within the band and factor it as L·D·Lᵀ.
+	n := len(pr.rows)
+	maxDiag := 0.0
+	for r := range n {
+		ri := &pr.rows[r]
+		for c := pr.first[r]; c <= r; c++ {
+			v := pr.coupling(ri, &pr.rows[c])
+			if c == r {
+				pr.d[r] = v
+				maxDiag = max(maxDiag, v)
+			} else {
+				pr.env[pr.off[r]+c-pr.first[r]] = v
+			}
+		}
+	}
+	// A tiny regularization keeps the factorization defined where joints
+	// are redundant; it moves no body, since a redundant combination of
+	// multipliers has no effect on positions.
+	eps := 1e-12*maxDiag + 1e-300
+	for r := range n {
+		if !pr.rows[r].active {
+			pr.d[r] = 1 // an inactive row is the identity: its multiplier is 0
+		}
+		pr.d[r] += eps
+	}
+	for i := range n {
+		fi, oi := pr.first[i], pr.off[i]-pr.first[i]
+		for j := fi; j < i; j++ {
+			fj, oj := pr.first[j], pr.off[j]-pr.first[j]
+			sum := pr.env[oi+j]
+			for k := max(fi, fj); k < j; k++ {
+				sum -= pr.env[oi+k] * pr.d[k] * pr.env[oj+k]
+			}
+			pr.env[oi+j] = sum / pr.d[j]
+		}
+		di := pr.d[i]
+		for k := fi; k < i; k++ {
+			l := pr.env[oi+k]
+			di -= l * l * pr.d[k]
+		}
+		pr.d[i] = max(di, eps)
+	}
+	// Solve L·D·Lᵀ·λ = −C.
+	for i := range n {
+		v := -pr.rows[i].c
+		oi := pr.off[i] - pr.first[i]
+		for k := pr.first[i]; k < i; k++ {
+			v -= pr.env[oi+k] * pr.x[k]
+		}
+		pr.x[i] = v
+	}
+	for i := range n {
+		pr.x[i] /= pr.d[i]
+	}
+	for i := n - 1; i >= 0; i-- {
+		oi := pr.off[i] - pr.first[i]
+		for k := pr.first[i]; k < i; k++ {
+			pr.x[k] -= pr.env[oi+k] * pr.x[i]
+		}
+	}
+	// Move each body by W·Jᵀ·λ.
+	clear(pr.dx)
+	for r := range n {
+		rw := &pr.rows[r]
+		if !rw.active {
+			continue
+		}
+		l := pr.x[r]
+		pr.move(rw.a, &rw.ja, l)
+		if rw.b >= 0 {
+			pr.move(rw.b, &rw.jb, l)
+		}
+	}
+	// Turns are linearized: a round that would turn a body by more than
+	// maxTurn is scaled down to it, and the next round goes on from there.
+	k := 1.0
+	for i := range poses {
+		if t := math.Abs(pr.dx[3*i+2]); t*k > maxTurn {
+			k = maxTurn / t
+		}
+	}
+	for i := range poses {
+		poses[i].X += pr.dx[3*i] * k
+		poses[i].Y += pr.dx[3*i+1] * k
+		poses[i].Angle += pr.dx[3*i+2] * k
+	}
+	return true
+}
+
+// maxTurn is the largest turn, radians, one round of Settle gives a body.
+const maxTurn = 0.5
+
+// move adds body b's share of a row's correction: its gradient j, weighted
+// by its inverse mass and inertia, times the row's multiplier l.
+func (pr *projector) move(b int, j *[3]float64, l float64) {
+	pr.dx[3*b] += pr.inv[b] * j[0] * l
+	pr.dx[3*b+1] += pr.inv[b] * j[1] * l
+	pr.dx[3*b+2] += pr.invI[b] * j[2] * l
+}
+
+// coupling is entry (r, c) of J·W·Jᵀ: over the bodies both rows move,
+// their gradients' product weighted by the body's inverse mass (x, y) and
+// inverse moment (angle). Inactive rows couple with nothing.
+func (pr *projector) coupling(r, c *row) float64 {
+	if !r.active || !c.active {
+		return 0
+	}
+	v := 0.0
+	for er, br := range [2]int{r.a, r.b} {
+		if br < 0 {
+			continue
+		}
+		jr := &r.ja
+		if er == 1 {
+			jr = &r.jb
+		}
+		for ec, bc := range [2]int{c.a, c.b} {
+			if bc != br {
+				continue
+			}
+			jc := &c.ja
+			if ec == 1 {
+				jc = &c.jb
+			}
+			v += pr.inv[br]*(jr[0]*jc[0]+jr[1]*jc[1]) + pr.invI[br]*jr[2]*jc[2]
+		}
+	}
+	return v
+}
+
+// anchorOf returns a body-local anchor's world position for pose p.
+func anchorOf(p *island.State, local [2]float64) (float64, float64) {
+	sin, cos := math.Sincos(p.Angle)
+	return p.X + local[0]*cos - local[1]*sin, p.Y + local[0]*sin + local[1]*cos
+}
