@@ -39,6 +39,16 @@ type Island struct {
 
 	// proj solves Settle's projection; built on first use.
 	proj *projector
+	// seps keeps the joint separations of the last two frames asked for.
+	seps [2]struct {
+		key island.Key
+		t   island.Time
+		v   [][2]float64
+		ok  bool
+	}
+	sepNext int
+	scratch []island.State // Separations' states and turns, reused
+	turns   [][2]float64
 
 	// The bridge in progress: from frame bridgeA to frame bridgeB, gap
 	// holds b's states minus the continuation's at b's time.
@@ -183,6 +193,30 @@ func (s *Island) Bridge(a island.Key, ta island.Time, stateA func(i int) island.
 		o.AngVel += g.AngVel * f
 	}
 	return true
+}
+
+// StepsFor returns how many steps Continue would run to reach dt past
+// frame key at time t from where the simulation stands (zero when it is
+// there already): what the call costs, for a caller with a budget.
+func (s *Island) StepsFor(key island.Key, t island.Time, dt int64, maxSteps int) int {
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	want := min(int((dt+s.step-1)/s.step), maxSteps)
+	if s.seeded && s.seed == key && s.seedTime == t && int64(s.steps-1)*s.step <= dt {
+		return max(want-s.steps, 0)
+	}
+	return want
+}
+
+// BridgeStepsFor is StepsFor for Bridge: the steps to work out the pair's
+// gap, if not known yet, and then to continue to dt.
+func (s *Island) BridgeStepsFor(a island.Key, ta island.Time, b island.Key, tb island.Time, dt int64, maxSteps int) int {
+	if s.bridging && s.bridgeA == a && s.bridgeB == b && s.bridgeT == [2]island.Time{ta, tb} {
+		return s.StepsFor(a, ta, dt, maxSteps)
+	}
+	span := int64(tb - ta)
+	return s.StepsFor(a, ta, span, maxSteps) + min(int((dt+s.step-1)/s.step), max(maxSteps, DefaultMaxSteps))
 }
 
 // reseed puts every body at the frame's state and forgets the steps run.

@@ -179,10 +179,10 @@ func worstDistance(a, b []island.State) float64 {
 
 // TestContinueTracksServer: 100 ms past a frame of every scenario, early,
 // mid-way and late (swinging chains, a sagging bridge, ragdolls falling
-// and at rest on the ground), the local simulation is closer to where the
-// server has the bodies than moving each along its own velocity — a
-// quarter closer over all of them — and bodies at rest stay at rest (the
-// ground holds them).
+// and at rest on the ground), the local simulation is never further (by
+// more than a millimetre) from where the server has the bodies than moving
+// each along its own velocity, and over all of them at least five times
+// closer; bodies at rest stay at rest (the ground holds them).
 func TestContinueTracksServer(t *testing.T) {
 	var simSum, lineSum float64
 	for _, sc := range scenario.All {
@@ -193,7 +193,7 @@ func TestContinueTracksServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := make([]island.State, len(truth))
-			dt := int64(6 * p.Step)
+			dt := int64(6 * 1_000_000 / scenario.StepHz)
 			if !sim.Continue(f.Key, f.Time, func(i int) island.State { return f.Members[i].State }, dt, 0, out) {
 				t.Fatal("continue refused")
 			}
@@ -207,13 +207,13 @@ func TestContinueTracksServer(t *testing.T) {
 			t.Logf("%-9s step %3d: local simulation %.4f m, straight lines %.4f m", sc.Name, warm, simErr, lineErr)
 			simSum += simErr
 			lineSum += lineErr
-			if lineErr < 0.001 && simErr > 0.001 {
-				t.Errorf("%s step %d: at rest, yet the local simulation moved it %.4f m", sc.Name, warm, simErr)
+			if simErr > lineErr+0.001 {
+				t.Errorf("%s step %d: local simulation %.4f m off, straight lines %.4f m", sc.Name, warm, simErr, lineErr)
 			}
 		}
 	}
 	t.Logf("all: local simulation %.3f m, straight lines %.3f m", simSum, lineSum)
-	if simSum > 0.75*lineSum {
+	if simSum > 0.2*lineSum {
 		t.Errorf("local simulation %.3f m off over all, straight lines %.3f m", simSum, lineSum)
 	}
 }
@@ -262,7 +262,7 @@ func TestBridge(t *testing.T) {
 	sim, _ := localsim.New(p)
 	stateA := func(i int) island.State { return f.Members[i].State }
 	stateB := func(i int) island.State { return truth[i] }
-	span := int64(9 * p.Step)
+	span := int64(9 * 1_000_000 / scenario.StepHz)
 	n := len(truth)
 	out, cont := make([]island.State, n), make([]island.State, n)
 	if !sim.Bridge(f.Key, f.Time, stateA, island.Key{Seq: f.Key.Seq + 3}, f.Time+island.Time(span), stateB, span-1, 0, out) {
@@ -280,4 +280,77 @@ func TestBridge(t *testing.T) {
 	if sim.Bridge(f.Key, f.Time, stateA, f.Key, f.Time+island.Time(span), stateB, span, 0, out) {
 		t.Error("bridged at the second frame's own time (no blend is needed there)")
 	}
+}
+
+// BenchmarkContinue: what the local simulation costs per extrapolated
+// island per render tick (60 Hz ticks, each carrying on the last one's
+// continuation: the steady state past the newest frame), beside what one
+// authority step of the same island costs the server, for the 160-link
+// chain and a 6-body ragdoll.
+func BenchmarkContinue(b *testing.B) {
+	for _, name := range []string{"chain", "ragdolls"} {
+		p, f, _ := follow(b, name, 90, 0)
+		state := func(i int) island.State { return f.Members[i].State }
+		out := make([]island.State, len(f.Members))
+		b.Run("scene="+name+"/local-tick", func(b *testing.B) {
+			sim, err := localsim.New(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const tick = 1_000_000 / 60
+			dt, ticks := int64(0), 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if dt += tick; dt > 100_000 { // the extrapolation cap: a new frame
+					dt = tick
+					f.Key.Seq++
+				}
+				sim.Continue(f.Key, f.Time, state, dt, 0, out)
+				ticks++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ticks)/float64(len(out)), "ns/body")
+		})
+		b.Run("scene="+name+"/server-step", func(b *testing.B) {
+			a := authority(b, name)
+			for range 90 {
+				a.Step()
+			}
+			w := a.Worlds()[0]
+			bodies := 0
+			for _, is := range w.Islands() {
+				bodies += len(is.Members)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				w.Step()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(bodies), "ns/body")
+		})
+	}
+}
+
+// BenchmarkSettle: settling one view of the 160-link chain blended across
+// a 100 ms frame pair (the joints stretched by the blend), per body.
+func BenchmarkSettle(b *testing.B) {
+	p, f, truth := follow(b, "chain", 90, 6)
+	sim, _ := localsim.New(p)
+	n := len(truth)
+	sa := sim.Separations(func(i int) island.State { return f.Members[i].State }, nil)
+	sb := sim.Separations(func(i int) island.State { return truth[i] }, nil)
+	target := make([][2]float64, len(sa))
+	blend := make([]island.State, n)
+	for i := range n {
+		a, c := f.Members[i].State, truth[i]
+		blend[i] = island.State{X: (a.X + c.X) / 2, Y: (a.Y + c.Y) / 2, Angle: (a.Angle + c.Angle) / 2}
+	}
+	for k := range sa {
+		target[k] = [2]float64{(sa[k][0] + sb[k][0]) / 2, (sa[k][1] + sb[k][1]) / 2}
+	}
+	poses := make([]island.State, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(poses, blend)
+		sim.Settle(poses, target)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/body")
 }

@@ -14,7 +14,8 @@ const MaxSettleEnvelope = 1 << 20
 
 // settleRounds caps how many times Settle solves. A round is exact for
 // moves and first order for turns, so rounds converge quadratically; they
-// stop when every joint stands within settleTolerance of its target.
+// stop when every joint stands within settleTolerance of its target (or,
+// before the first, within settleTrigger).
 const settleRounds = 6
 
 // JointErrors writes to out (one per joint, in the order of the island's
@@ -41,12 +42,44 @@ func (s *Island) JointErrors(states func(i int) island.State, out []float64) []f
 // stands, stretched or slack, whichever way A faces.
 func (s *Island) Separations(states func(i int) island.State, out [][2]float64) [][2]float64 {
 	out = out[:0]
+	// Each body's state and turn once, however many joints it has.
+	s.scratch = s.scratch[:0]
+	s.turns = s.turns[:0]
+	for i := range s.bodies {
+		st := states(i)
+		var sc [2]float64
+		sc[0], sc[1] = math.Sincos(st.Angle)
+		s.scratch, s.turns = append(s.scratch, st), append(s.turns, sc)
+	}
 	for k := range s.desc.Joints {
-		dx, dy, angle := separation(&s.desc.Joints[k], states)
-		sin, cos := math.Sincos(angle)
-		out = append(out, [2]float64{dx*cos + dy*sin, -dx*sin + dy*cos})
+		j := &s.desc.Joints[k]
+		sc := s.turns[j.A]
+		ax, ay := turn(&s.scratch[j.A], sc, j.AnchorA)
+		bx, by := j.AnchorB[0], j.AnchorB[1]
+		if j.B != codec.NoBody {
+			bx, by = turn(&s.scratch[j.B], s.turns[j.B], j.AnchorB)
+		}
+		dx, dy := ax-bx, ay-by
+		out = append(out, [2]float64{dx*sc[1] + dy*sc[0], -dx*sc[0] + dy*sc[1]})
 	}
 	return out
+}
+
+// FrameSeparations is Separations of frame key at time t (states as
+// Separations takes them), kept for the two frames asked for last: a frame
+// pair is blended over many render ticks, and a frame never changes.
+// The slice is the Island's, valid until the third frame asked for.
+func (s *Island) FrameSeparations(key island.Key, t island.Time, states func(i int) island.State) [][2]float64 {
+	for i := range s.seps {
+		if c := &s.seps[i]; c.ok && c.key == key && c.t == t {
+			return c.v
+		}
+	}
+	c := &s.seps[s.sepNext]
+	s.sepNext ^= 1
+	c.v = s.Separations(states, c.v)
+	c.key, c.t, c.ok = key, t, true
+	return c.v
 }
 
 // separation returns joint j's anchor separation at states (A's anchor
@@ -87,16 +120,23 @@ func (s *Island) Settle(poses []island.State, target [][2]float64) {
 	if s.proj.rows == nil {
 		return // the band is too wide to factor
 	}
+	tol := settleTrigger
 	for range settleRounds {
-		if !s.proj.round(&s.desc, poses, target) {
+		if !s.proj.round(&s.desc, poses, target, tol) {
 			return
 		}
+		tol = settleTolerance
 	}
 }
 
-// settleTolerance is how far, metres, Settle lets a joint stand from its
-// target: far below what a player sees, it spares rounds that would move
-// bodies by less.
+// settleTrigger is how far, metres, a joint may stand from its target
+// before Settle moves anything: a quarter of a millimetre is below what a
+// player sees, and most blends of frames a render tick apart stay within
+// it, so most views cost Settle one pass over the joints.
+const settleTrigger = 2.5e-4
+
+// settleTolerance is how close, metres, Settle brings every joint once it
+// moves bodies at all.
 const settleTolerance = 1e-5
 
 // row is one scalar constraint, the x or the y of one joint's anchor
@@ -117,18 +157,20 @@ type row struct {
 // J·W·Jᵀ it factors (W: inverse masses), with every buffer a round needs.
 type projector struct {
 	rows  []row
-	first []int     // row r's band starts at column first[r]
-	off   []int     // row r's entries start at env[off[r]]
-	env   []float64 // L (below the diagonal) row by row, first[r] … r−1
-	d     []float64 // the diagonal D of L·D·Lᵀ
-	x     []float64 // right-hand side, then the multipliers
-	inv   []float64 // inverse mass per body
-	invI  []float64 // per body: the inverse of mass × (4 × farthest anchor)²
-	dx    []float64 // change per body: x, y, angle
+	first []int        // row r's band starts at column first[r]
+	off   []int        // row r's entries start at env[off[r]]
+	env   []float64    // L (below the diagonal) row by row, first[r] … r−1
+	d     []float64    // the diagonal D of L·D·Lᵀ
+	x     []float64    // right-hand side, then the multipliers
+	inv   []float64    // inverse mass per body
+	invI  []float64    // per body: the inverse of mass × (4 × farthest anchor)²
+	dx    []float64    // change per body: x, y, angle
+	sc    [][2]float64 // per body: sine and cosine of its angle this round
 }
 
 func newProjector(p *codec.Physics) *projector {
-	pr := &projector{inv: make([]float64, len(p.Bodies)), invI: make([]float64, len(p.Bodies)), dx: make([]float64, 3*len(p.Bodies))}
+	pr := &projector{inv: make([]float64, len(p.Bodies)), invI: make([]float64, len(p.Bodies)),
+		dx: make([]float64, 3*len(p.Bodies)), sc: make([][2]float64, len(p.Bodies))}
 	// Turning is weighed as moving the body's farthest anchor four times as
 	// far: a thin link's own moment of inertia would make turning it nearly
 	// free, and the fix a spin where a slide does; and turns, linearized,
@@ -189,17 +231,21 @@ func newProjector(p *codec.Physics) *projector {
 // round linearizes the joints at poses, solves for the smallest
 // mass-weighted move that zeroes their errors, and applies it. It reports
 // false when every joint already holds.
-func (pr *projector) round(p *codec.Physics, poses []island.State, target [][2]float64) bool {
+func (pr *projector) round(p *codec.Physics, poses []island.State, target [][2]float64, tol float64) bool {
+	for i := range poses {
+		pr.sc[i][0], pr.sc[i][1] = math.Sincos(poses[i].Angle)
+	}
 	worst := 0.0
 	for r := 0; r < len(pr.rows); r += 2 {
 		rx, ry := &pr.rows[r], &pr.rows[r+1]
 		j := &p.Joints[rx.joint]
-		ax, ay := anchorOf(&poses[j.A], j.AnchorA)
+		sc := pr.sc[j.A]
+		ax, ay := turn(&poses[j.A], sc, j.AnchorA)
 		bx, by := j.AnchorB[0], j.AnchorB[1]
 		if rx.b >= 0 {
-			bx, by = anchorOf(&poses[rx.b], j.AnchorB)
+			bx, by = turn(&poses[rx.b], pr.sc[rx.b], j.AnchorB)
 		}
-		sin, cos := math.Sincos(poses[j.A].Angle)
+		sin, cos := sc[0], sc[1]
 		tg := &target[rx.joint]
 		tx, ty := tg[0]*cos-tg[1]*sin, tg[0]*sin+tg[1]*cos // the target, turned with A
 		rx.active, ry.active = true, true
@@ -214,7 +260,7 @@ func (pr *projector) round(p *codec.Physics, poses []island.State, target [][2]f
 		}
 		worst = max(worst, math.Abs(rx.c), math.Abs(ry.c))
 	}
-	if worst < settleTolerance {
+	if worst < tol {
 		return false
 	}
 	// Assemble J·W·Jᵀ within the band and factor it as L·D·Lᵀ.
@@ -349,6 +395,14 @@ func (pr *projector) coupling(r, c *row) float64 {
 
 // anchorOf returns a body-local anchor's world position for pose p.
 func anchorOf(p *island.State, local [2]float64) (float64, float64) {
-	sin, cos := math.Sincos(p.Angle)
+	var sc [2]float64
+	sc[0], sc[1] = math.Sincos(p.Angle)
+	return turn(p, sc, local)
+}
+
+// turn returns a body-local point's world position for pose p, whose
+// angle's sine and cosine are sc.
+func turn(p *island.State, sc [2]float64, local [2]float64) (float64, float64) {
+	sin, cos := sc[0], sc[1]
 	return p.X + local[0]*cos - local[1]*sin, p.Y + local[0]*sin + local[1]*cos
 }

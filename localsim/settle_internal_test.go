@@ -26,7 +26,7 @@ func TestSettleGradients(t *testing.T) {
 	pr := newProjector(&p)
 	errs := func(ps []island.State) []float64 {
 		q := newProjector(&p)
-		q.round(&p, append([]island.State(nil), ps...), target) // fills rows, then moves a copy
+		q.round(&p, append([]island.State(nil), ps...), target, 0) // fills rows, then moves a copy
 		out := make([]float64, len(q.rows))
 		for r := range q.rows {
 			out[r] = q.rows[r].c
@@ -38,7 +38,7 @@ func TestSettleGradients(t *testing.T) {
 			poses[i].Angle += rng.Float64() - 0.5
 		}
 		base := errs(poses)
-		pr.round(&p, append([]island.State(nil), poses...), target)
+		pr.round(&p, append([]island.State(nil), poses...), target, 0)
 		const h = 1e-7
 		for b := range poses {
 			for f := range 3 {

@@ -32,6 +32,12 @@ type Config struct {
 	// continues under its Physics message — gravity, damping, joints — so
 	// that extrapolated bodies keep their joints.
 	MaxSimBodies int
+	// MaxSimWork caps the local simulations' work per Render, in body steps
+	// (zero: DefaultMaxSimWork). Islands past it this Render move along
+	// their members' velocities (counted: Stats.SimOverBudget), so however
+	// many islands run past their newest frame at once, a render tick's
+	// cost stays bounded.
+	MaxSimWork int
 	// StraightExtrapolation ignores Physics messages: past its newest frame
 	// every member moves along its own velocity (for comparison).
 	StraightExtrapolation bool
@@ -145,7 +151,10 @@ func New(cfg Config) (*Receiver, error) {
 	if r.cfg.MaxSimBodies <= 0 {
 		r.cfg.MaxSimBodies = DefaultMaxSimBodies
 	}
-	r.sim = sims{byID: make(map[uint32]*[2]*localsim.Island)}
+	if r.cfg.MaxSimWork <= 0 {
+		r.cfg.MaxSimWork = DefaultMaxSimWork
+	}
+	r.sim = sims{byID: make(map[uint32]*[2]*localsim.Island), budget: r.cfg.MaxSimWork}
 	r.st.SetExtrapolator(&r.sim)
 	return r, nil
 }
@@ -348,6 +357,7 @@ func (r *Receiver) Render(now int64) []IslandView {
 	}
 	gen := r.clock.Generation()
 	frozen := r.clock.State() == store.Frozen
+	r.sim.spent = 0
 	n := 0
 	r.ready = true
 	for _, id := range r.known {

@@ -67,6 +67,11 @@ type Stats struct {
 	Validator       validator.Stats
 	Store           store.Stats
 	Clock           store.ClockStats
+	// SimOverBudget counts continuations past Config.MaxSimWork in their
+	// Render, shown along the members' velocities instead.
+	SimOverBudget uint64
+	// SimBodies is how many bodies the local simulations hold now.
+	SimBodies int
 }
 
 // Stats returns the counters of every stage.
@@ -76,6 +81,7 @@ func (r *Receiver) Stats() Stats {
 	s.Validator = r.val.Stats()
 	s.Store = r.st.Stats()
 	s.Clock = r.clock.Stats()
+	s.SimOverBudget, s.SimBodies = r.sim.overBudget, r.sim.bodies
 	return s
 }
 

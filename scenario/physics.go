@@ -13,7 +13,7 @@ import (
 func physicsOf(w *physics.World, is *physics.Island) codec.Physics {
 	g := w.Space.Gravity()
 	m := codec.Physics{Island: is.ID, Topology: is.Topology, Config: is.Config,
-		Step: uint32(1_000_000 / w.StepHz), Iterations: uint16(w.Space.Iterations),
+		Step: uint32(1_000_000 / (w.StepHz * physics.Substeps)), Iterations: uint16(w.Space.Iterations),
 		Gravity: [2]float64{g.X, g.Y}, Damping: w.Space.Damping(),
 		Bodies: make([]codec.BodyMass, len(is.Members)), Joints: make([]codec.JointSpec, 0, len(is.Joints))}
 	pos := make(map[uint64]uint32, len(is.Members))

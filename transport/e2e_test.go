@@ -15,6 +15,7 @@ import (
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/netsim"
+	"github.com/islandsync/islandsync/receiver"
 	"github.com/islandsync/islandsync/scenario"
 )
 
@@ -103,8 +104,11 @@ func TestEndToEndQUIC(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	for i := range watchers {
+		// Every watcher's local simulations get 1/64 of the default
+		// budget: 32 receive paths share this process, whose machine may
+		// have two cores.
 		w, err := NewWatcher(WatchConfig{Addr: relay.Addr().String(), TLS: tlsConf, Subscribe: codec.Subscribe{All: true}, Logger: quiet,
-			DialTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second})
+			DialTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, Receiver: receiver.Config{MaxSimWork: receiver.DefaultMaxSimWork / 64}})
 		if err != nil {
 			t.Fatal(err)
 		}
