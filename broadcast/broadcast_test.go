@@ -250,3 +250,66 @@ func TestParity(t *testing.T) {
 		}
 	}
 }
+
+// TestPhysics: an island's Physics message goes to its subscribers after
+// its manifest, and to a later subscriber in the catch-up; one that does
+// not describe the current manifest is refused, and a new manifest drops
+// the old description until its own comes.
+func TestPhysics(t *testing.T) {
+	b, _ := New(Config{Timeline: 42})
+	live(t, b, 1, ids(1, 2))
+	phys := codec.Physics{Island: 1, Topology: 1, Config: 1, Step: 4_167, Iterations: 10, Damping: 1,
+		Bodies: []codec.BodyMass{{Mass: 1, Moment: 1}, {Mass: 1, Moment: 1}},
+		Joints: []codec.JointSpec{{Kind: codec.JointPivot, A: 0, B: 1}}}
+	if err := b.Join(5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Subscribe(5, codec.Subscribe{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply(phys); err != nil {
+		t.Fatal(err)
+	}
+	ctl, _ := b.Take(5, nil, nil)
+	if got := types(parseAll(t, ctl)); got != "welcome announce lease manifest physics " {
+		t.Fatalf("subscriber: %s", got)
+	}
+	for _, bad := range []func(*codec.Physics){
+		func(p *codec.Physics) { p.Topology = 2 },                          // another manifest
+		func(p *codec.Physics) { p.Bodies = p.Bodies[:1]; p.Joints = nil }, // another member count
+		func(p *codec.Physics) { p.Island = 3 },                            // no manifest at all
+		func(p *codec.Physics) { p.Damping = 0 },                           // what no observer accepts
+	} {
+		p := phys
+		p.Bodies = append([]codec.BodyMass(nil), phys.Bodies...)
+		bad(&p)
+		if err := b.Apply(p); !errors.Is(err, ErrBadMessage) {
+			t.Fatalf("%+v: %v", p, err)
+		}
+	}
+	if err := b.Join(6, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Subscribe(6, codec.Subscribe{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctl, _ = b.Take(6, nil, nil)
+	if got := types(parseAll(t, ctl)); got != "welcome announce lease manifest physics " {
+		t.Fatalf("late subscriber: %s", got)
+	}
+	// A new config: the old description no longer holds, and a new
+	// subscriber gets the manifest alone until the new Physics comes.
+	if err := b.Apply(codec.Manifest{Island: 1, Topology: 1, Config: 2, Members: ids(1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Join(7, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Subscribe(7, codec.Subscribe{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctl, _ = b.Take(7, nil, nil)
+	if got := types(parseAll(t, ctl)); got != "welcome announce lease manifest " {
+		t.Fatalf("after a new config: %s", got)
+	}
+}

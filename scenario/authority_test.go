@@ -58,3 +58,55 @@ func TestAuthorityRestart(t *testing.T) {
 		t.Fatalf("time went back: %d after %d", a.Time(), before)
 	}
 }
+
+// TestPhysicsFollowsManifest: over every scenario's run (breaks, config
+// changes, hand-offs, teleports), each Manifest is followed by the Physics
+// of the same island, topology and config, with a body per member, the
+// island's joints, and the world's step, gravity and ground; every one is
+// a message observers accept.
+func TestPhysicsFollowsManifest(t *testing.T) {
+	a, err := NewAuthority(All, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := codec.ControlLimits{}.WithDefaults()
+	seen := 0
+	for range 5 * StepHz {
+		msgs, _ := a.Step()
+		for i, m := range msgs {
+			man, ok := m.(codec.Manifest)
+			if !ok {
+				continue
+			}
+			if i+1 == len(msgs) {
+				t.Fatalf("manifest of island %d is the last message", man.Island)
+			}
+			p, ok := msgs[i+1].(codec.Physics)
+			if !ok || p.Island != man.Island || p.Topology != man.Topology || p.Config != man.Config || len(p.Bodies) != len(man.Members) {
+				t.Fatalf("manifest %d/%d/%d followed by %+v", man.Island, man.Topology, man.Config, msgs[i+1])
+			}
+			if p.Step != 1_000_000/(StepHz*4) || p.Gravity != [2]float64{0, -9.8} || p.Iterations == 0 {
+				t.Fatalf("world settings %+v", p)
+			}
+			for _, w := range a.Worlds() {
+				if is := w.Island(p.Island); is != nil && is.Topology == p.Topology && is.Config == p.Config && len(is.Joints) != len(p.Joints) {
+					t.Fatalf("island %d: %d joints described, %d in the world", p.Island, len(p.Joints), len(is.Joints))
+				}
+			}
+			if _, _, err := codec.ParseControl(p.Append(nil), &lim); err != nil {
+				t.Fatalf("island %d: %v", p.Island, err)
+			}
+			seen++
+		}
+	}
+	joints, ground := 0, 0
+	for _, w := range a.Worlds() {
+		for _, is := range w.Islands() {
+			joints += len(is.Joints)
+		}
+		ground += len(w.Ground())
+	}
+	if seen < len(All) || joints == 0 || ground == 0 {
+		t.Fatalf("%d physics messages, %d joints, %d ground segments", seen, joints, ground)
+	}
+}
