@@ -223,9 +223,11 @@ func TestAck(t *testing.T) {
 }
 
 // TestSteadyStateAllocs: receiving and rendering frames allocates nothing
-// once the receiver is warm.
+// once the receiver is warm — views settled against the island's joints
+// included.
 func TestSteadyStateAllocs(t *testing.T) {
 	rx := newReady(t)
+	mustControl(t, rx, 0, physics)
 	var dgs [][][]byte
 	for seq := uint32(1); seq <= 400; seq++ {
 		dgs = append(dgs, datagrams(t, frame(seq, island.Time(seq)*50_000)))
