@@ -171,18 +171,25 @@ func BenchmarkReceiveV2(b *testing.B) {
 }
 
 // BenchmarkReplay replays the same 300 chain snapshots recorded on each
-// wire format: the like-for-like receive cost per body.
+// wire format: the like-for-like receive cost per body — with a render per
+// frame, and without (decode, reassemble, validate, commit alone).
 func BenchmarkReplay(b *testing.B) {
 	for _, wire := range []int{1, 2} {
-		b.Run(fmt.Sprintf("wire=%d", wire), func(b *testing.B) {
-			replay(b, record(b, "chain", 300, wire))
-		})
+		rec := record(b, "chain", 300, wire)
+		for _, render := range []bool{true, false} {
+			b.Run(fmt.Sprintf("wire=%d/render=%v", wire, render), func(b *testing.B) {
+				replayRender(b, rec, render)
+			})
+		}
 	}
 }
 
-// replay feeds a recording into a fresh receiver per iteration and reports
-// ns per body received.
-func replay(b *testing.B, rec *recording) {
+// replay feeds a recording into a fresh receiver per iteration, rendering
+// once per frame, and reports ns per body received.
+func replay(b *testing.B, rec *recording) { replayRender(b, rec, true) }
+
+// replayRender is replay, rendering once per frame or never.
+func replayRender(b *testing.B, rec *recording, render bool) {
 	lim := codec.ControlLimits{}.WithDefaults()
 	bodies := 0
 	var committed uint64
@@ -200,7 +207,7 @@ func replay(b *testing.B, rec *recording) {
 			for _, d := range rec.dgs[i] {
 				rx.Datagram(now, d)
 			}
-			if len(rec.dgs[i]) > 0 {
+			if render && len(rec.dgs[i]) > 0 {
 				rx.Render(now) // once per frame, as BenchmarkReceive does
 			}
 		}
