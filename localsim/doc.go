@@ -11,7 +11,8 @@
 //     steps it at the authority's fixed step to the time asked for,
 //     blending the two steps around it. Asked again for the same frame and
 //     a later time — the next render tick — it carries on, so a tick costs
-//     about one step. Past a step cap it holds.
+//     what the authority spends on the island in the same time (its solver
+//     steps). Past a step cap it holds.
 //   - Bridge crosses a wide frame pair (frames lost between them) along
 //     the continuation of the first frame, moved by a growing share of the
 //     gap to the second, so swinging bodies follow their arcs rather than
@@ -29,9 +30,9 @@
 // Limits: only the island's own bodies and the static ground are in the
 // space — contacts with other islands are not. The solver starts cold (the
 // authority's accumulated impulses do not travel), so a long, fast chain
-// drifts from the authority within a tenth of a second; the continuation
-// is still closer than moving each body along its own velocity, and its
-// joints hold. The package is not pure: cp allocates and numbers bodies,
+// drifts from the authority by a few centimetres within a tenth of a
+// second; the continuation is still several times closer than moving each
+// body along its own velocity, and its joints hold. The package is not pure: cp allocates and numbers bodies,
 // so spaces are built through package physics, which serializes that. An
 // Island is not safe for concurrent use.
 package localsim

@@ -11,8 +11,9 @@ import (
 	"github.com/islandsync/islandsync/physics"
 )
 
-// DefaultMaxSteps caps the steps one continuation runs: at a 60 Hz step,
-// two seconds past the seed frame, far beyond any sane extrapolation cap.
+// DefaultMaxSteps caps the steps one continuation runs: at the demo's
+// solver step (a 60 Hz step in four substeps), half a second past the seed
+// frame, beyond any sane extrapolation cap.
 const DefaultMaxSteps = 120
 
 // ErrBadPhysics is returned for a description New cannot simulate.
@@ -120,7 +121,8 @@ func (s *Island) Describes(topology, config uint32, n int) bool {
 // (i in manifest order, len(out) of them). It steps the island at the
 // authority's fixed step from those states and blends the two steps around
 // dt; asked again for the same frame and a later dt, it carries on from
-// where it stopped, so a render tick costs about one step. Past maxSteps
+// where it stopped, so a render tick costs what the authority spends on
+// the island in the same time. Past maxSteps
 // (zero: DefaultMaxSteps) it holds the last state. It reports false when
 // out does not match the island.
 func (s *Island) Continue(key island.Key, t island.Time, state func(i int) island.State, dt int64, maxSteps int, out []island.State) bool {
