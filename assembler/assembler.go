@@ -374,15 +374,6 @@ func (a *Assembler) completed(p *pending) {
 	}
 	s.mark(p.id.key.Seq)
 	a.streamOrder.pushBack(s)
-	isl := p.isl
-	for i := 0; i < len(isl.cands); {
-		c := isl.cands[i]
-		if c != p && c.id.sender == p.id.sender && c.id.key.Stream() == sid.stream && !island.SeqNewer(c.id.key.Seq, p.id.key.Seq) {
-			a.drop(c, Superseded) // removes c from isl.cands
-			continue
-		}
-		i++
-	}
 }
 
 // drop removes p from every index and recycles it. why is counted unless it

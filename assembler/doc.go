@@ -22,12 +22,12 @@
 //   - Staleness follows serial-number order per (Sender, Stream): a frame that
 //     already completed, or lies 64 or more behind the stream's newest
 //     completed frame, is rejected (RejectStale), so a frame never completes
-//     twice; an older frame that never completed may still (the store decides
-//     whether it fills a gap ahead of playback or comes too late). When a
-//     frame completes, older incomplete frames of its stream are dropped
-//     (Superseded).
+//     twice; an older frame that never completed may still, even after a
+//     newer one did — under reordering its last fragments often come later
+//     — and the store decides whether it fills a gap ahead of playback or
+//     comes too late.
 //   - Every push returns an Outcome and bumps its counter in Stats; frames
-//     dropped by expiry, supersession or a cap are counted too.
+//     dropped by expiry or a cap are counted too.
 //
 // # Caps, defaults and eviction
 //

@@ -20,9 +20,9 @@ type delivery struct {
 // refModel is the "dumb" reference: it tracks, per frame, when its first
 // fragment arrived and which fragment indices it has, and per stream the
 // newest completed sequence and every completed one. A frame completes when
-// all its fragments arrived within one TTL window, before a newer frame of
-// its stream completed, unless it completed already or lies 64 or more
-// behind the newest.
+// all its fragments arrived within one TTL window — whether or not a newer
+// frame of its stream completed meanwhile — unless it completed already or
+// lies 64 or more behind the newest.
 type refModel struct {
 	ttl     int64
 	first   map[int]int64
@@ -66,13 +66,8 @@ func (m *refModel) push(d delivery) {
 		m.doneSeq[sid] = map[uint32]bool{}
 	}
 	m.doneSeq[sid][f.Key.Seq] = true
-	for k := range m.first {
-		g := &m.frames[k]
-		if g.Sender == f.Sender && g.Key.Stream() == f.Key.Stream() && !island.SeqNewer(g.Key.Seq, f.Key.Seq) {
-			delete(m.first, k)
-			delete(m.have, k)
-		}
-	}
+	delete(m.first, d.frame)
+	delete(m.have, d.frame)
 }
 
 // TestModelRandomDelivery: seeded random frames (1–300 members) on several
@@ -133,7 +128,7 @@ func runModel(t *testing.T, seed uint64) {
 	for _, fr := range frags {
 		model.nfrags = append(model.nfrags, len(fr))
 	}
-	// Caps large enough that only TTL, staleness and supersession act.
+	// Caps large enough that only TTL and staleness act.
 	a := mustNew(t, Config{TTL: ttl, MaxCandidatesPerIsland: 64, MaxPending: 4096, MaxPendingBytes: 1 << 30})
 	var gotOrder []int
 	seen := map[frameID]bool{}

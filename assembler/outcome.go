@@ -51,9 +51,6 @@ const (
 
 	// Expired: an incomplete frame outlived its TTL and was dropped.
 	Expired
-	// Superseded: an incomplete frame was dropped because a newer frame of
-	// the same stream completed.
-	Superseded
 	// EvictedIslandCap: an incomplete frame was dropped to admit a newer
 	// candidate of the same island (see MaxCandidatesPerIsland).
 	EvictedIslandCap
@@ -84,7 +81,6 @@ var outcomeNames = [NumOutcomes]string{
 	RejectDuplicateMember:      "duplicate-member",
 	RejectDigestMismatch:       "digest-mismatch",
 	Expired:                    "expired",
-	Superseded:                 "superseded",
 	EvictedIslandCap:           "evicted-island-cap",
 	EvictedPendingCap:          "evicted-pending-cap",
 	EvictedByteCap:             "evicted-byte-cap",
@@ -102,5 +98,5 @@ func (o Outcome) String() string {
 func (o Outcome) IsReject() bool { return o >= RejectMalformed && o <= RejectDigestMismatch }
 
 // IsDrop reports whether o is a pending frame dropped without a fault of its
-// own fragments (expiry, supersession, a cap).
+// own fragments (expiry, a cap).
 func (o Outcome) IsDrop() bool { return o >= Expired && o < NumOutcomes }

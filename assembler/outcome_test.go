@@ -80,11 +80,11 @@ func TestOutcomes(t *testing.T) {
 			{seq11[0], 1, RejectStale}, {fr[0], 2, Buffered}, {fr[1], 2, Buffered}, {fr[2], 2, Completed},
 			{fr[1], 3, RejectStale},
 		}, 2, 0},
-		{"superseded", Config{}, []step{
+		{"an older frame completes after a newer one", Config{}, []step{
 			{fr[0], 0, Buffered},
 			{seq11[0], 1, Buffered}, {seq11[1], 1, Buffered}, {seq11[2], 1, Completed},
-			{fr[1], 2, Buffered}, // the superseded frame's parts are gone: it starts again
-		}, 1, 1},
+			{fr[1], 2, Buffered}, {fr[2], 2, Completed}, // its first part was kept
+		}, 2, 0},
 		{"too many members", Config{MaxMembers: 39}, []step{{fr[0], 0, RejectTooLarge}}, 0, 0},
 		{"too many fragments", Config{MaxFragments: 2}, []step{{fr[0], 0, RejectTooLarge}}, 0, 0},
 		{"frame larger than byte cap", Config{MaxPendingBytes: 2000}, []step{{fr[0], 0, RejectTooLarge}}, 0, 0},
@@ -126,8 +126,8 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
-// TestDropCounters checks the counters of frames dropped by expiry,
-// supersession and each cap.
+// TestDropCounters checks the counters of frames dropped by expiry and
+// by each cap.
 func TestDropCounters(t *testing.T) {
 	fr := func(isl, seq uint32) []codec.Fragment {
 		k := key1
@@ -144,17 +144,6 @@ func TestDropCounters(t *testing.T) {
 		a.Expire(1000)
 		if st := a.Stats(); st.Count(Expired) != 1 || st.PendingFrames != 0 || st.PendingBytes != 0 {
 			t.Fatalf("after TTL: %+v", st)
-		}
-	})
-	t.Run("superseded", func(t *testing.T) {
-		a := mustNew(t, Config{})
-		a.Push(0, &fr(1, 1)[0])
-		a.Push(0, &fr(1, 2)[1])
-		for _, f := range fr(1, 3) {
-			a.Push(0, &f)
-		}
-		if st := a.Stats(); st.Count(Superseded) != 2 || st.PendingFrames != 0 || st.PendingBytes != 0 {
-			t.Fatalf("%+v", st)
 		}
 	})
 	t.Run("island cap", func(t *testing.T) {
