@@ -32,7 +32,13 @@
 // authority's accumulated impulses do not travel), so a long, fast chain
 // drifts from the authority by a few centimetres within a tenth of a
 // second; the continuation is still several times closer than moving each
-// body along its own velocity, and its joints hold. The package is not pure: cp allocates and numbers bodies,
-// so spaces are built through package physics, which serializes that. An
-// Island is not safe for concurrent use.
+// body along its own velocity, and its joints hold. A Physics message is
+// hostile input: New refuses masses or moments outside [1e-9, 1e9], lengths
+// over 100 km and gravity over 1e4 m/s², a frame further than 100 km out
+// or faster than 100 km/s is not continued, and a solver that blows up
+// stops (the caller then moves the members along their velocities); Settle
+// drops a correction that is not finite. The package is not pure: cp
+// allocates and numbers bodies, so spaces are built through package
+// physics, which serializes that. An Island is not safe for concurrent
+// use.
 package localsim

@@ -59,13 +59,25 @@ type Island struct {
 	gap              []island.State
 }
 
-// New builds the simulation p describes. p must be a message ParseControl
-// accepts (every value in range); New checks again what it relies on.
+// Bounds of what New simulates. A Physics message is hostile input like
+// any other: values the codec accepts (any finite float) but that would
+// overflow the solver's arithmetic are refused here.
+const (
+	maxMass   = 1e9 // kg and kg·m²; at least 1/maxMass
+	maxLength = 1e5 // metres: anchors, boxes, ground, positions
+	maxAccel  = 1e4 // m/s²: gravity
+	maxSpeed  = 1e5 // m/s and rad/s: seeded velocities
+)
+
+// New builds the simulation p describes, or returns ErrBadPhysics for a
+// description outside what it simulates: every value must be one
+// ParseControl accepts, masses and moments within [1e-9, 1e9], lengths
+// within 1e5 m and gravity within 1e4 m/s².
 func New(p codec.Physics) (*Island, error) {
-	n := len(p.Bodies)
-	if n == 0 || p.Step == 0 || p.Iterations == 0 || !(p.Damping > 0 && p.Damping <= 1) {
+	if !simulatable(&p) {
 		return nil, ErrBadPhysics
 	}
+	n := len(p.Bodies)
 	s := &Island{desc: p, space: physics.NewSpace(), bodies: make([]*cp.Body, n),
 		dt: float64(p.Step) / 1e6, step: int64(p.Step), prev: make([]island.State, n), cur: make([]island.State, n),
 		gap: make([]island.State, n)}
@@ -73,9 +85,6 @@ func New(p codec.Physics) (*Island, error) {
 	s.space.Iterations = uint(p.Iterations)
 	s.space.SetDamping(p.Damping)
 	for i, bd := range p.Bodies {
-		if !(bd.Mass > 0 && bd.Moment > 0) || math.IsInf(bd.Mass, 0) || math.IsInf(bd.Moment, 0) {
-			return nil, ErrBadPhysics
-		}
 		s.bodies[i] = s.space.AddBody(physics.NewBody(bd.Mass, bd.Moment))
 		if bd.Width > 0 && bd.Height > 0 {
 			physics.AddBox(s.space, s.bodies[i], cp.Vector{X: bd.Width, Y: bd.Height}, bd.Friction)
@@ -86,9 +95,6 @@ func New(p codec.Physics) (*Island, error) {
 			Radius: g.Radius, Friction: g.Friction})
 	}
 	for _, j := range p.Joints {
-		if j.A >= uint32(n) || (j.B >= uint32(n) && j.B != codec.NoBody) || j.A == j.B {
-			return nil, ErrBadPhysics
-		}
 		a, b := s.bodies[j.A], s.space.StaticBody
 		if j.B != codec.NoBody {
 			b = s.bodies[j.B]
@@ -108,6 +114,49 @@ func New(p codec.Physics) (*Island, error) {
 		s.space.AddConstraint(physics.NewConstraint(&spec, a, b))
 	}
 	return s, nil
+}
+
+// simulatable reports whether p is within what New simulates.
+func simulatable(p *codec.Physics) bool {
+	n := uint32(len(p.Bodies))
+	if n == 0 || p.Step == 0 || p.Iterations == 0 || !(p.Damping > 0 && p.Damping <= 1) ||
+		!within(maxAccel, p.Gravity[0], p.Gravity[1]) {
+		return false
+	}
+	for _, b := range p.Bodies {
+		if !(b.Mass >= 1/maxMass && b.Mass <= maxMass && b.Moment >= 1/maxMass && b.Moment <= maxMass) ||
+			!within(maxLength, b.Width, b.Height) || !within(maxMass, b.Friction) {
+			return false
+		}
+	}
+	for _, j := range p.Joints {
+		if j.A >= n || (j.B >= n && j.B != codec.NoBody) || j.A == j.B || j.Kind > codec.JointSlide ||
+			!within(maxLength, j.AnchorA[0], j.AnchorA[1], j.AnchorB[0], j.AnchorB[1], j.Min, j.Max) {
+			return false
+		}
+	}
+	for _, g := range p.Static {
+		if !within(maxLength, g.A[0], g.A[1], g.B[0], g.B[1], g.Radius) || !within(maxMass, g.Friction) {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether every value is finite and at most limit in size.
+func within(limit float64, vs ...float64) bool {
+	for _, v := range vs {
+		if !(math.Abs(v) <= limit) { // false for NaN too
+			return false
+		}
+	}
+	return true
+}
+
+// sane reports whether a state is one the solver can start from or has
+// produced: finite, within maxLength of the origin and maxSpeed in motion.
+func sane(st *island.State) bool {
+	return within(maxLength, st.X, st.Y) && within(maxSpeed, st.VX, st.VY, st.AngVel) && within(1e9, st.Angle)
 }
 
 // Describes reports whether the simulation was built for frames of this
@@ -133,14 +182,19 @@ func (s *Island) Continue(key island.Key, t island.Time, state func(i int) islan
 		maxSteps = DefaultMaxSteps
 	}
 	if !s.seeded || s.seed != key || s.seedTime != t || int64(s.steps-1)*s.step > dt {
-		s.reseed(key, t, state)
+		if !s.reseed(key, t, state) {
+			return false
+		}
 	}
 	want := min(int((dt+s.step-1)/s.step), maxSteps) // steps that reach dt
 	for s.steps < want {
 		s.prev, s.cur = s.cur, s.prev
 		s.space.Step(s.dt)
 		s.steps++
-		s.read(s.cur)
+		if !s.read(s.cur) {
+			s.seeded = false // start again from the next frame asked for
+			return false
+		}
 	}
 	frac := 1.0
 	if s.steps > 0 && int64(s.steps)*s.step > dt {
@@ -224,7 +278,13 @@ func (s *Island) BridgeStepsFor(a island.Key, ta island.Time, b island.Key, tb i
 // reseed puts every body at the frame's state and forgets the steps run.
 // The solver keeps its warm start — the joint and contact impulses of the
 // last steps run — as the best guess it has for the new start.
-func (s *Island) reseed(key island.Key, t island.Time, state func(i int) island.State) {
+func (s *Island) reseed(key island.Key, t island.Time, state func(i int) island.State) bool {
+	s.seeded = false
+	for i := range s.bodies {
+		if st := state(i); !sane(&st) {
+			return false // far out or too fast to simulate: the caller goes straight
+		}
+	}
 	for i, b := range s.bodies {
 		st := state(i)
 		b.SetPosition(cp.Vector{X: st.X, Y: st.Y})
@@ -235,13 +295,19 @@ func (s *Island) reseed(key island.Key, t island.Time, state func(i int) island.
 	}
 	copy(s.prev, s.cur)
 	s.seeded, s.seed, s.seedTime, s.steps = true, key, t, 0
+	return true
 }
 
-func (s *Island) read(dst []island.State) {
+// read copies the bodies' states to dst and reports whether they are all
+// sane (a solver blown up by its input stops there).
+func (s *Island) read(dst []island.State) bool {
+	ok := true
 	for i, b := range s.bodies {
 		p, v := b.Position(), b.Velocity()
 		dst[i] = island.State{X: p.X, Y: p.Y, Angle: b.Angle(), VX: v.X, VY: v.Y, AngVel: b.AngularVelocity()}
+		ok = ok && sane(&dst[i])
 	}
+	return ok
 }
 
 // blend moves a toward b by f (0 … 1), field by field.

@@ -354,3 +354,46 @@ func BenchmarkSettle(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/body")
 }
+
+// TestBounds: a description the codec accepts but the solver's arithmetic
+// would not survive is refused; a frame too far out or too fast is not
+// continued (the caller goes straight), and the next sane one is.
+func TestBounds(t *testing.T) {
+	p, f, _ := follow(t, "chain", 30, 0)
+	for _, c := range []struct {
+		name string
+		mod  func(*codec.Physics)
+	}{
+		{"tiny mass", func(p *codec.Physics) { p.Bodies[0].Mass = 1e-12 }},
+		{"huge moment", func(p *codec.Physics) { p.Bodies[3].Moment = 1e30 }},
+		{"huge gravity", func(p *codec.Physics) { p.Gravity[1] = -1e9 }},
+		{"far anchor", func(p *codec.Physics) { p.Joints[2].AnchorA[0] = 1e7 }},
+		{"far ground", func(p *codec.Physics) {
+			p.Static = append(p.Static, codec.Segment{A: [2]float64{0, 0}, B: [2]float64{1e8, 0}})
+		}},
+	} {
+		q := p
+		q.Bodies = append([]codec.BodyMass(nil), p.Bodies...)
+		q.Joints = append([]codec.JointSpec(nil), p.Joints...)
+		c.mod(&q)
+		if _, err := localsim.New(q); err != localsim.ErrBadPhysics {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	sim, err := localsim.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]island.State, len(f.Members))
+	far := func(i int) island.State { s := f.Members[i].State; s.X += 1e6; return s }
+	if sim.Continue(f.Key, f.Time, far, 50_000, 0, out) {
+		t.Fatal("continued a frame a thousand kilometres out")
+	}
+	fast := func(i int) island.State { s := f.Members[i].State; s.VY = 1e6; return s }
+	if sim.Continue(f.Key, f.Time, fast, 50_000, 0, out) {
+		t.Fatal("continued a frame moving at 1000 km/s")
+	}
+	if !sim.Continue(f.Key, f.Time, func(i int) island.State { return f.Members[i].State }, 50_000, 0, out) {
+		t.Fatal("a sane frame after them was not continued")
+	}
+}

@@ -338,8 +338,13 @@ func (pr *projector) round(p *codec.Physics, poses []island.State, target [][2]f
 	}
 	// Turns are linearized: a round that would turn a body by more than
 	// maxTurn is scaled down to it, and the next round goes on from there.
+	// A round that is not finite, or would move a body further than
+	// maxLength, is dropped whole (poses far out of any joint's reach).
 	k := 1.0
 	for i := range poses {
+		if !within(maxLength, pr.dx[3*i], pr.dx[3*i+1], pr.dx[3*i+2]) {
+			return false
+		}
 		if t := math.Abs(pr.dx[3*i+2]); t*k > maxTurn {
 			k = maxTurn / t
 		}
