@@ -42,14 +42,15 @@ type Island struct {
 	proj *projector
 	// seps keeps the joint separations of the last two frames asked for.
 	seps [2]struct {
-		key island.Key
-		t   island.Time
-		v   [][2]float64
-		ok  bool
+		key  island.Key
+		t    island.Time
+		v    [][2]float64
+		ok   bool
+		used uint64 // sepClock when last asked for
 	}
-	sepNext int
-	scratch []island.State // Separations' states and turns, reused
-	turns   [][2]float64
+	sepClock uint64
+	scratch  []island.State // Separations' states and turns, reused
+	turns    [][2]float64
 
 	// The bridge in progress: from frame bridgeA to frame bridgeB, gap
 	// holds b's states minus the continuation's at b's time.

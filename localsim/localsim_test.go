@@ -397,3 +397,39 @@ func TestBounds(t *testing.T) {
 		t.Fatal("a sane frame after them was not continued")
 	}
 }
+
+// TestFrameSeparations: the separations of the last two frames asked for
+// are kept, the one asked for longest ago gives way — so a pair whose
+// first frame was just found keeps it while the second is worked out.
+func TestFrameSeparations(t *testing.T) {
+	p, f, later := follow(t, "chain", 30, 6)
+	sim, _ := localsim.New(p)
+	st := func(ss []island.State) func(int) island.State { return func(i int) island.State { return ss[i] } }
+	var s1, s2, s3 []island.State
+	for _, m := range f.Members {
+		s1 = append(s1, m.State)
+	}
+	s2, s3 = later, make([]island.State, len(later))
+	for i := range s3 {
+		s3[i] = later[i]
+		s3[i].Angle += 0.3
+	}
+	k1, k2, k3 := island.Key{Seq: 1}, island.Key{Seq: 2}, island.Key{Seq: 3}
+	sim.FrameSeparations(k1, 1, st(s1))
+	sim.FrameSeparations(k2, 2, st(s2))
+	a := sim.FrameSeparations(k1, 1, st(s1)) // found: now the newest used
+	want := append([][2]float64(nil), a...)
+	sim.FrameSeparations(k3, 3, st(s3)) // takes frame 2's place, not frame 1's
+	for i := range want {
+		if a[i] != want[i] {
+			t.Fatalf("joint %d: frame 1's separations overwritten", i)
+		}
+	}
+	fresh := sim.Separations(st(s3), nil)
+	got := sim.FrameSeparations(k3, 3, st(s3))
+	for i := range fresh {
+		if got[i] != fresh[i] {
+			t.Fatalf("joint %d: frame 3's separations wrong", i)
+		}
+	}
+}

@@ -67,18 +67,22 @@ func (s *Island) Separations(states func(i int) island.State, out [][2]float64) 
 
 // FrameSeparations is Separations of frame key at time t (states as
 // Separations takes them), kept for the two frames asked for last: a frame
-// pair is blended over many render ticks, and a frame never changes.
-// The slice is the Island's, valid until the third frame asked for.
+// pair is blended over many render ticks, and a frame never changes. The
+// slice is the Island's, valid until a third frame is asked for.
 func (s *Island) FrameSeparations(key island.Key, t island.Time, states func(i int) island.State) [][2]float64 {
+	s.sepClock++
 	for i := range s.seps {
 		if c := &s.seps[i]; c.ok && c.key == key && c.t == t {
+			c.used = s.sepClock
 			return c.v
 		}
 	}
-	c := &s.seps[s.sepNext]
-	s.sepNext ^= 1
+	c := &s.seps[0] // the one used longest ago gives way
+	if s.seps[1].used < c.used {
+		c = &s.seps[1]
+	}
 	c.v = s.Separations(states, c.v)
-	c.key, c.t, c.ok = key, t, true
+	c.key, c.t, c.ok, c.used = key, t, true, s.sepClock
 	return c.v
 }
 

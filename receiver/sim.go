@@ -50,7 +50,8 @@ func (s *sims) afford(is *localsim.Island, steps int) bool {
 }
 
 // physics builds the local simulation of an island from its Physics
-// message, replacing the previous one.
+// message. It replaces one of the same topology and config (a repeated
+// catch-up), else it becomes the newest and the older of the two gives way.
 func (r *Receiver) physics(m codec.Physics) error {
 	if r.cfg.StraightExtrapolation {
 		return nil
@@ -61,8 +62,12 @@ func (r *Receiver) physics(m codec.Physics) error {
 	}
 	s := &r.sim
 	pair := s.byID[m.Island]
+	same := pair != nil && pair[0] != nil && pair[0].Describes(m.Topology, m.Config, len(m.Bodies))
 	n := s.bodies + len(m.Bodies)
-	if pair != nil && pair[1] != nil {
+	switch {
+	case same:
+		n -= pair[0].Bodies()
+	case pair != nil && pair[1] != nil:
 		n -= pair[1].Bodies() // the oldest gives way
 	}
 	if n > r.cfg.MaxSimBodies {
@@ -76,7 +81,11 @@ func (r *Receiver) physics(m codec.Physics) error {
 		pair = new([2]*localsim.Island)
 		s.byID[m.Island] = pair
 	}
-	pair[0], pair[1] = is, pair[0]
+	if same {
+		pair[0] = is
+	} else {
+		pair[0], pair[1] = is, pair[0]
+	}
 	s.bodies = n
 	return nil
 }
