@@ -44,11 +44,15 @@ func main() {
 
 // summary is the -json document printed at exit.
 type summary struct {
-	Addr              string            `json:"addr"`
-	DurationS         float64           `json:"duration_s"`
-	Islands           int               `json:"islands"`
-	FramesCommitted   uint64            `json:"frames_committed"`
-	FragmentsRebuilt  uint64            `json:"fragments_rebuilt"` // data fragments rebuilt from parity records
+	Addr             string  `json:"addr"`
+	DurationS        float64 `json:"duration_s"`
+	Islands          int     `json:"islands"`
+	FramesCommitted  uint64  `json:"frames_committed"`
+	FragmentsRebuilt uint64  `json:"fragments_rebuilt"` // data fragments rebuilt from parity records
+	// Views continued past the newest frame by the local simulation, and
+	// continuations left straight for want of budget.
+	Simulated         uint64            `json:"simulated_views"`
+	SimOverBudget     uint64            `json:"sim_over_budget"`
 	HalfFramesApplied int               `json:"half_frames_applied"`
 	Datagrams         uint64            `json:"datagrams"`
 	FreezeS           float64           `json:"freeze_s"`
@@ -140,9 +144,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		lastSecond += 1_000_000
 		st := tk.Receiver.Stats()
 		if !*jsonOut {
-			fmt.Fprintf(stdout, "%5.0fs  islands %3d  committed %4d/s  rebuilt %3d/s  half-frames %d  freeze %.2fs  age p95 %3.0f ms  rejects %s\n",
+			fmt.Fprintf(stdout, "%5.0fs  islands %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  freeze %.2fs  age p95 %3.0f ms  rejects %s\n",
 				time.Since(start).Seconds(), len(tk.Receiver.Islands()), st.FramesCommitted-last.FramesCommitted,
-				st.V2.Rebuilt-last.V2.Rebuilt, half,
+				st.V2.Rebuilt-last.V2.Rebuilt, st.Store.Simulated-last.Store.Simulated, half,
 				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
 				quantile.Nearest(ages, 95), rejectLine(&st))
 		}
@@ -162,6 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		st := rx.Stats()
 		s := summary{Addr: *addr, DurationS: time.Since(start).Seconds(), Islands: len(rx.Islands()),
 			FramesCommitted: st.FramesCommitted, FragmentsRebuilt: st.V2.Rebuilt, HalfFramesApplied: half, Datagrams: st.Datagrams,
+			Simulated: st.Store.Simulated, SimOverBudget: st.SimOverBudget,
 			FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
 			SnapshotAgeP95ms: quantile.Nearest(append(allAg, ages...), 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
 			Rejects: map[string]uint64{}}
