@@ -43,14 +43,16 @@ func manifestKey(m island.Manifest) string {
 type watchResult struct {
 	halfFrames int
 	committed  uint64
+	simBodies  int // bodies in the watcher's local simulations (from Physics messages)
 	state      state
 }
 
 // TestEndToEndQUIC: one server running every scenario, 32 watchers over
 // real QUIC on 127.0.0.1 through an impairing relay (10 % loss, 10 %
 // duplication, jitter that reorders). Every watcher shows 0 half-frames,
-// commits frames, and ends with exactly the server's identities, leases and
-// manifests; the server's heap stays bounded.
+// commits frames, ends with exactly the server's identities, leases and
+// manifests, and simulates islands from the Physics messages that reached
+// it; the server's heap stays bounded.
 func TestEndToEndQUIC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real network test")
@@ -136,6 +138,7 @@ func TestEndToEndQUIC(t *testing.T) {
 				st := observerState(tk)
 				res.state = st
 				res.committed = tk.Receiver.Stats().FramesCommitted
+				res.simBodies = tk.Receiver.Stats().SimBodies
 				if st.equal(serverState(srv)) {
 					taken = true
 					snapshot <- i
@@ -194,6 +197,9 @@ func TestEndToEndQUIC(t *testing.T) {
 		}
 		if r.committed == 0 {
 			t.Errorf("watcher %d committed no frame", i)
+		}
+		if r.simBodies == 0 {
+			t.Errorf("watcher %d simulates no island: no Physics message reached it", i)
 		}
 		if !r.state.equal(want) {
 			t.Errorf("watcher %d: state differs from the server's", i)
