@@ -74,6 +74,5 @@
 // One frame history per island and one manifest order per history: every
 // frame in a history has the same members in the same order. Validate,
 // Commit and Evaluate allocate nothing in steady state (an Extrapolator's
-// own work aside). Neither Store nor
-// Clock is safe for concurrent use.
+// own work aside). Neither Store nor Clock is safe for concurrent use.
 package store
