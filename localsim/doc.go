@@ -28,11 +28,12 @@
 // needs nothing more.
 //
 // Limits: only the island's own bodies and the static ground are in the
-// space — contacts with other islands are not. The solver starts cold (the
-// authority's accumulated impulses do not travel), so a long, fast chain
-// drifts from the authority by a few centimetres within a tenth of a
-// second; the continuation is still several times closer than moving each
-// body along its own velocity, and its joints hold. A Physics message is
+// space — contacts with other islands are not. The authority's solver
+// impulses do not travel: a continuation warms its solver for WarmSteps
+// steps at the frame's state, and still a long, fast chain drifts from the
+// authority by up to a few centimetres within a tenth of a second; the
+// continuation is still several times closer than moving each body along
+// its own velocity, and its joints hold. A Physics message is
 // hostile input: New refuses masses or moments outside [1e-9, 1e9], lengths
 // over 100 km and gravity over 1e4 m/s², a frame further than 100 km out
 // or faster than 100 km/s is not continued, and a solver that blows up
