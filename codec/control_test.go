@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/islandsync/islandsync/island"
@@ -81,27 +80,8 @@ func TestControlGolden(t *testing.T) {
 			if !reflect.DeepEqual(got, c.msg) {
 				t.Fatalf("round trip: got %#v want %#v", got, c.msg)
 			}
-			path := filepath.Join(controlGoldenDir, c.name+".bin")
 			txt := fmt.Sprintf("%s: %+v\n%s", c.msg.Type(), c.msg, hex.Dump(b))
-			if *update {
-				if err := os.MkdirAll(controlGoldenDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(strings.TrimSuffix(path, ".bin")+".txt", []byte(txt), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./codec -update)", err)
-			}
-			if !bytes.Equal(b, want) {
-				t.Fatalf("bytes differ from golden at offset %d", firstDiff(b, want))
-			}
+			checkGolden(t, filepath.Join(controlGoldenDir, c.name+".bin"), b, txt)
 		})
 	}
 }

@@ -6,12 +6,40 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/islandsync/islandsync/island"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// checkGolden compares b byte for byte with the golden file binPath. With
+// -update it writes b there instead, and text beside it (the .txt of the
+// same name), and returns false: there is nothing left to compare.
+func checkGolden(t *testing.T, binPath string, b []byte, text string) bool {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(binPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(binPath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(strings.TrimSuffix(binPath, ".bin")+".txt", []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	want, err := os.ReadFile(binPath)
+	if err != nil {
+		t.Fatalf("%v (run go test ./codec -update)", err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Errorf("%s: bytes differ from golden at offset %d", filepath.Base(binPath), firstDiff(b, want))
+	}
+	return true
+}
 
 const goldenDir = "../testdata/golden"
 
@@ -70,24 +98,8 @@ func TestGolden(t *testing.T) {
 				text := describe(name, dg, frags)
 				binPath := filepath.Join(goldenDir, name+".bin")
 				txtPath := filepath.Join(goldenDir, name+".txt")
-				if *update {
-					if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(binPath, dg, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(txtPath, []byte(text), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				wantBin, err := os.ReadFile(binPath)
-				if err != nil {
-					t.Fatalf("%v (run go test ./codec -update)", err)
-				}
-				if !bytes.Equal(dg, wantBin) {
-					t.Errorf("%s: encoded bytes differ from golden at offset %d", name, firstDiff(dg, wantBin))
+				if !checkGolden(t, binPath, dg, text) {
+					continue // rewritten
 				}
 				wantTxt, err := os.ReadFile(txtPath)
 				if err != nil {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/islandsync/islandsync/baseline"
@@ -436,26 +435,7 @@ func TestV2Golden(t *testing.T) {
 			if _, _, err := newV2World(t, Config{}).dec.Decode(dg); err != nil {
 				t.Fatalf("%s: own output does not decode: %v", name, err)
 			}
-			path := filepath.Join(dir, name+".bin")
-			if *update {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, dg, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(strings.TrimSuffix(path, ".bin")+".txt", []byte(hex.Dump(dg)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./codec -update)", err)
-			}
-			if !bytes.Equal(dg, want) {
-				t.Fatalf("%s differs from golden at offset %d", name, firstDiff(dg, want))
-			}
+			checkGolden(t, filepath.Join(dir, name+".bin"), dg, hex.Dump(dg))
 		}
 	}
 }

@@ -24,10 +24,10 @@ const settleRounds = 6
 // departure from the rest distance, for a slide its excursion out of range.
 func (s *Island) JointErrors(states func(i int) island.State, out []float64) []float64 {
 	out = out[:0]
+	s.errSeps = s.Separations(states, s.errSeps) // a turn keeps the length
 	for k := range s.desc.Joints {
 		j := &s.desc.Joints[k]
-		dx, dy, _ := separation(j, states)
-		d := math.Hypot(dx, dy)
+		d := math.Hypot(s.errSeps[k][0], s.errSeps[k][1])
 		lo, hi := 0.0, 0.0
 		if j.Kind != codec.JointPivot {
 			lo, hi = j.Min, j.Max
@@ -84,19 +84,6 @@ func (s *Island) FrameSeparations(key island.Key, t island.Time, states func(i i
 	c.v = s.Separations(states, c.v)
 	c.key, c.t, c.ok, c.used = key, t, true, s.sepClock
 	return c.v
-}
-
-// separation returns joint j's anchor separation at states (A's anchor
-// less B's, world metres) and A's angle.
-func separation(j *codec.JointSpec, states func(i int) island.State) (dx, dy, angle float64) {
-	a := states(int(j.A))
-	ax, ay := anchorOf(&a, j.AnchorA)
-	bx, by := j.AnchorB[0], j.AnchorB[1]
-	if j.B != codec.NoBody {
-		b := states(int(j.B))
-		bx, by = anchorOf(&b, j.AnchorB)
-	}
-	return ax - bx, ay - by, a.Angle
 }
 
 // Settle moves and turns the bodies of poses (one per member, manifest
@@ -400,13 +387,6 @@ func (pr *projector) coupling(r, c *row) float64 {
 		}
 	}
 	return v
-}
-
-// anchorOf returns a body-local anchor's world position for pose p.
-func anchorOf(p *island.State, local [2]float64) (float64, float64) {
-	var sc [2]float64
-	sc[0], sc[1] = math.Sincos(p.Angle)
-	return turn(p, sc, local)
 }
 
 // turn returns a body-local point's world position for pose p, whose

@@ -51,13 +51,18 @@ func (p *pipeline) apply(views []receiver.IslandView) {
 		p.cuts = p.cuts || v.Mode == store.SegmentCut
 		p.stale = p.stale || v.Mode == store.Stale
 		p.ids, p.poses = p.ids[:0], p.poses[:0]
+		var sp span
+		if p.truth != nil && len(v.Poses) > 0 {
+			sp = p.truth.around(v.R)
+		}
 		for _, ps := range v.Poses {
 			p.ids = append(p.ids, ps.ID)
 			p.poses = append(p.poses, ps.State)
-			if p.truth != nil {
-				if d, ok := p.truth.distance(ps.ID, v.R, ps.State.X, ps.State.Y); ok {
-					p.posErrs = append(p.posErrs, d)
-				}
+			if !sp.ok {
+				continue
+			}
+			if d, ok := p.truth.distance(ps.ID, sp, ps.State.X, ps.State.Y); ok {
+				p.posErrs = append(p.posErrs, d)
 			}
 		}
 		p.rep.ApplyIsland(p.ids, p.poses, physics.Source{From: v.Left, To: v.Right})

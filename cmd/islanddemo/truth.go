@@ -45,40 +45,51 @@ func (t *truth) record() {
 	t.n = min(t.n+1, truthSteps)
 }
 
-// at returns where the server had body id at authority time r, blended
-// between the two steps around r (across a teleport, which takes effect
-// at the later step's time, the pose on r's side of it); ok is false outside the kept steps or
-// for a body not in both.
-func (t *truth) at(id island.MemberID, r island.Time) (x, y float64, ok bool) {
-	if t.n == 0 {
-		return 0, 0, false
-	}
+// span is the pair of kept steps around an authority time: found once per
+// view, then looked up for each of its bodies.
+type span struct {
+	lo, hi int
+	r      island.Time
+	ok     bool
+}
+
+// around returns the kept steps around r; ok is false outside them.
+func (t *truth) around(r island.Time) span {
 	newest := (t.next - 1 + truthSteps) % truthSteps
 	for k := 0; k < t.n-1; k++ {
 		hi := (newest - k + truthSteps) % truthSteps
 		lo := (hi - 1 + truthSteps) % truthSteps
 		if t.times[lo] <= r && r <= t.times[hi] {
-			a, okA := t.pos[lo][id]
-			b, okB := t.pos[hi][id]
-			if !okA || !okB {
-				return 0, 0, false
-			}
-			if a[2] != b[2] { // a teleport at the later step's time
-				if r < t.times[hi] {
-					return a[0], a[1], true
-				}
-				return b[0], b[1], true
-			}
-			f := float64(r-t.times[lo]) / float64(t.times[hi]-t.times[lo])
-			return a[0] + (b[0]-a[0])*f, a[1] + (b[1]-a[1])*f, true
+			return span{lo: lo, hi: hi, r: r, ok: true}
 		}
 	}
-	return 0, 0, false
+	return span{}
 }
 
-// distance returns how far a displayed pose is from the server's at r.
-func (t *truth) distance(id island.MemberID, r island.Time, x, y float64) (float64, bool) {
-	tx, ty, ok := t.at(id, r)
+// at returns where the server had body id at the span's time, blended
+// between its two steps (across a teleport, which takes effect at the
+// later step's time, the pose on the time's side of it); ok is false for
+// a body not in both. sp must be one around found.
+func (t *truth) at(id island.MemberID, sp span) (x, y float64, ok bool) {
+	a, okA := t.pos[sp.lo][id]
+	b, okB := t.pos[sp.hi][id]
+	if !okA || !okB {
+		return 0, 0, false
+	}
+	if a[2] != b[2] { // a teleport at the later step's time
+		if sp.r < t.times[sp.hi] {
+			return a[0], a[1], true
+		}
+		return b[0], b[1], true
+	}
+	f := float64(sp.r-t.times[sp.lo]) / float64(t.times[sp.hi]-t.times[sp.lo])
+	return a[0] + (b[0]-a[0])*f, a[1] + (b[1]-a[1])*f, true
+}
+
+// distance returns how far a displayed pose is from the server's at the
+// span's time.
+func (t *truth) distance(id island.MemberID, sp span, x, y float64) (float64, bool) {
+	tx, ty, ok := t.at(id, sp)
 	if !ok {
 		return 0, false
 	}
