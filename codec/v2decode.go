@@ -181,8 +181,39 @@ func (p *v2Parser) residual() error {
 // varint of nine bytes or fewer always fits, so bytes are checked one by
 // one; anything else — a zero end byte, ten or more bytes, the end of the
 // record — goes through residual for its exact error.
+//
+// Before that, whole words go at once while eight bytes remain: in a word
+// that starts at a varint, the bytes with the high bit clear end varints;
+// the first k of them (or all, when fewer) are taken if no byte among them
+// is zero. A word without an end (a varint of eight bytes or more) or with
+// a zero byte leaves the rest to the byte walk.
 func (p *v2Parser) residuals(k int) error {
-	b, off, start := p.b, p.off, p.off
+	b, off := p.b, p.off
+	for k > 0 && off+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[off:])
+		ends := ^w & 0x8080808080808080
+		if ends == 0 {
+			break
+		}
+		n := bits.OnesCount64(ends)
+		var span int // bytes through the last end taken
+		if n >= k {
+			for range k - 1 {
+				ends &= ends - 1
+			}
+			span = bits.TrailingZeros64(ends)/8 + 1
+			n = k
+		} else {
+			span = (63-bits.LeadingZeros64(ends))/8 + 1
+		}
+		// The lowest bit set here marks the first zero byte exactly.
+		if z := (w - 0x0101010101010101) & ^w & 0x8080808080808080; z != 0 && bits.TrailingZeros64(z)/8 < span {
+			break
+		}
+		off += span
+		k -= n
+	}
+	start := off
 	for k > 0 {
 		if off >= len(b) || off-start >= 9 || b[off] == 0 {
 			p.off = start

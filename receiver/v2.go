@@ -183,7 +183,8 @@ func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInf
 		hdr.Digest = full
 	}
 	s := r.v2island(info.Key.Island)
-	full := ents
+	r.ents = ents
+	full := &r.ents
 	if s != nil && rec.Fragments > 1 {
 		// Stage this part's integers until the frame completes.
 		if s.stageKey != info.Key || len(s.stage) != rec.Total {
@@ -195,7 +196,7 @@ func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInf
 			s.staged += len(ents)
 		}
 		copy(s.stage[rec.First:], ents)
-		full = s.stage
+		full = &s.stage
 	}
 	frag := codec.Fragment{Header: hdr, Raw: r.raw}
 	f, vf := r.push(now, &frag)
@@ -205,34 +206,43 @@ func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInf
 	if rec.Fragments > 1 && (s.stageKey != info.Key || s.staged != rec.Total) {
 		// Parts of another frame came in between: quantize the assembled
 		// floats back instead (exact: they were restored from integers).
-		full = r.requantize(f, info.Class.Precision())
-		if full == nil {
+		if !r.requantize(f, info.Class.Precision()) {
 			return
 		}
+		full = &r.ents
 	}
 	r.keepBaseline(s, rec.Window, info, full)
 }
 
-// requantize returns an assembled frame's members as integers, or nil.
-func (r *Receiver) requantize(f *assembler.Frame, p quant.Precision) []baseline.Entry {
+// requantize puts an assembled frame's members, as integers, in r.ents and
+// reports whether every member quantized.
+func (r *Receiver) requantize(f *assembler.Frame, p quant.Precision) bool {
 	r.ents = r.ents[:0]
 	for i := range f.Members.Len() {
 		m, _ := f.Members.Member(i)
 		q, err := quant.Quantize(m.State, p)
 		if err != nil {
-			return nil
+			return false
 		}
 		r.ents = append(r.ents, baseline.Entry{ID: m.ID, Record: baseline.Record{Q: q, Time: f.Time, Segment: f.Segment}})
 	}
-	return r.ents
+	return true
 }
 
 // keepBaseline stores a committed v2 frame — its quantized members, the
 // very integers the digest was checked over — as a baseline of its island.
-func (r *Receiver) keepBaseline(s *v2Island, window uint32, info baseline.FrameInfo, ents []baseline.Entry) {
+// When the table's recycled storage is at least as large as *ents', the two
+// trade storage instead of copying members; otherwise (a fresh table, or one
+// of a smaller island) the members are copied, so scratch storage never
+// shrinks and steady state allocates nothing.
+func (r *Receiver) keepBaseline(s *v2Island, window uint32, info baseline.FrameInfo, ents *[]baseline.Entry) {
 	t := s.win.NewTable()
 	t.ID, t.Frame = info.Key.Seq, info
-	t.Entries = append(t.Entries, ents...)
+	if cap(t.Entries) >= cap(*ents) {
+		t.Entries, *ents = *ents, t.Entries[:0]
+	} else {
+		t.Entries = append(t.Entries, *ents...)
+	}
 	if !s.win.Store(window, t) {
 		s.win.Recycle(t)
 		return
