@@ -5,7 +5,11 @@
 // An Island is built from the island's Physics control message (package
 // codec): the authority's step, solver iterations, gravity and damping,
 // every member's mass, moment and collision box, every joint, and the
-// static ground. It owns a cp/v2 space holding exactly that.
+// static ground. It owns a cp/v2 space holding exactly that, built the
+// first time a continuation needs it: New only checks and keeps the
+// description, so an island whose topology changes many times a second
+// (stacks of loose boxes that touch and part) pays for a space only when
+// the observer actually runs past its newest frame.
 //
 //   - Continue seeds the space from a frame's poses and velocities and
 //     steps it at the authority's fixed step to the time asked for,

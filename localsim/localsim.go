@@ -20,11 +20,13 @@ const DefaultMaxSteps = 120
 var ErrBadPhysics = errors.New("localsim: bad physics description")
 
 // Island is one island's local simulation: a cp space holding the island's
-// bodies and joints, built once from its Physics description and re-seeded
-// from frames. Not safe for concurrent use.
+// bodies and joints, built from its Physics description the first time a
+// continuation needs it (a description superseded before then costs no
+// space), and re-seeded from frames. Not safe for concurrent use.
 type Island struct {
 	desc   codec.Physics
-	space  *cp.Space
+	n      int       // bodies
+	space  *cp.Space // nil until the first continuation
 	bodies []*cp.Body
 	dt     float64 // seconds per step
 	step   int64   // µs per step
@@ -71,18 +73,23 @@ const (
 	maxSpeed  = 1e5 // m/s and rad/s: seeded velocities
 )
 
-// New builds the simulation p describes, or returns ErrBadPhysics for a
+// New returns the simulation p describes, or ErrBadPhysics for a
 // description outside what it simulates: every value must be one
 // ParseControl accepts, masses and moments within [1e-9, 1e9], lengths
-// within 1e5 m and gravity within 1e4 m/s².
+// within 1e5 m and gravity within 1e4 m/s². It only checks and keeps p:
+// the cp space is built by the first continuation.
 func New(p codec.Physics) (*Island, error) {
 	if !simulatable(&p) {
 		return nil, ErrBadPhysics
 	}
-	n := len(p.Bodies)
-	s := &Island{desc: p, space: physics.NewSpace(), bodies: make([]*cp.Body, n),
-		dt: float64(p.Step) / 1e6, step: int64(p.Step), prev: make([]island.State, n), cur: make([]island.State, n),
-		gap: make([]island.State, n)}
+	return &Island{desc: p, n: len(p.Bodies), dt: float64(p.Step) / 1e6, step: int64(p.Step)}, nil
+}
+
+// build makes the cp space of the description New checked.
+func (s *Island) build() {
+	p, n := &s.desc, s.n
+	s.space, s.bodies = physics.NewSpace(), make([]*cp.Body, n)
+	s.prev, s.cur = make([]island.State, n), make([]island.State, n)
 	s.space.SetGravity(cp.Vector{X: p.Gravity[0], Y: p.Gravity[1]})
 	s.space.Iterations = uint(p.Iterations)
 	s.space.SetDamping(p.Damping)
@@ -108,14 +115,11 @@ func New(p codec.Physics) (*Island, error) {
 			spec.Kind = physics.Pivot
 		case codec.JointPin:
 			spec.Kind = physics.Pin
-		case codec.JointSlide:
+		default: // codec.JointSlide; New refused any other kind
 			spec.Kind = physics.Slide
-		default:
-			return nil, ErrBadPhysics
 		}
 		s.space.AddConstraint(physics.NewConstraint(&spec, a, b))
 	}
-	return s, nil
 }
 
 // simulatable reports whether p is within what New simulates.
@@ -164,7 +168,7 @@ func sane(st *island.State) bool {
 // Describes reports whether the simulation was built for frames of this
 // topology generation and config revision with n members.
 func (s *Island) Describes(topology, config uint32, n int) bool {
-	return s.desc.Topology == topology && s.desc.Config == config && len(s.bodies) == n
+	return s.desc.Topology == topology && s.desc.Config == config && s.n == n
 }
 
 // Continue writes to out the island's states dt µs (> 0) after the frame
@@ -177,7 +181,7 @@ func (s *Island) Describes(topology, config uint32, n int) bool {
 // (zero: DefaultMaxSteps) it holds the last state. It reports false when
 // out does not match the island.
 func (s *Island) Continue(key island.Key, t island.Time, state func(i int) island.State, dt int64, maxSteps int, out []island.State) bool {
-	if len(out) != len(s.bodies) || dt <= 0 {
+	if len(out) != s.n || dt <= 0 {
 		return false
 	}
 	if !s.continuing(key, t, dt) && !s.reseed(key, t, state) {
@@ -215,8 +219,11 @@ func (s *Island) Continue(key island.Key, t island.Time, state func(i int) islan
 func (s *Island) Bridge(a island.Key, ta island.Time, stateA func(i int) island.State,
 	b island.Key, tb island.Time, stateB func(i int) island.State, dt int64, maxSteps int, out []island.State) bool {
 	span := int64(tb - ta)
-	if len(out) != len(s.bodies) || dt <= 0 || dt >= span || span > int64(orDefault(maxSteps))*s.step {
+	if len(out) != s.n || dt <= 0 || dt >= span || span > int64(orDefault(maxSteps))*s.step {
 		return false
+	}
+	if s.gap == nil {
+		s.gap = make([]island.State, s.n)
 	}
 	if !s.bridged(a, ta, b, tb) {
 		if !s.Continue(a, ta, stateA, span, maxSteps, s.gap) {
@@ -302,10 +309,13 @@ const WarmSteps = 8
 // forgets the steps run.
 func (s *Island) reseed(key island.Key, t island.Time, state func(i int) island.State) bool {
 	s.seeded = false
-	for i := range s.bodies {
+	for i := range s.n {
 		if st := state(i); !sane(&st) {
 			return false // far out or too fast to simulate: the caller goes straight
 		}
+	}
+	if s.space == nil {
+		s.build()
 	}
 	put := func() {
 		for i, b := range s.bodies {
@@ -351,4 +361,4 @@ func blend(a, b island.State, f float64) island.State {
 }
 
 // Bodies returns how many bodies the simulation holds.
-func (s *Island) Bodies() int { return len(s.bodies) }
+func (s *Island) Bodies() int { return s.n }

@@ -45,7 +45,7 @@ func (s *Island) Separations(states func(i int) island.State, out [][2]float64) 
 	// Each body's state and turn once, however many joints it has.
 	s.scratch = s.scratch[:0]
 	s.turns = s.turns[:0]
-	for i := range s.bodies {
+	for i := range s.n {
 		st := states(i)
 		var sc [2]float64
 		sc[0], sc[1] = math.Sincos(st.Angle)
@@ -102,7 +102,7 @@ func (s *Island) FrameSeparations(key island.Key, t island.Time, states func(i i
 // moving. Joints that cannot all stand so at once (a loop that cannot
 // close) are met as nearly as they can be.
 func (s *Island) Settle(poses []island.State, target [][2]float64) {
-	if len(poses) != len(s.bodies) || len(s.desc.Joints) == 0 || len(target) != len(s.desc.Joints) {
+	if len(poses) != s.n || len(s.desc.Joints) == 0 || len(target) != len(s.desc.Joints) {
 		return
 	}
 	if s.proj == nil {

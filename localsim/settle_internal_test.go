@@ -69,3 +69,34 @@ func TestSettleGradients(t *testing.T) {
 		}
 	}
 }
+
+// TestSpaceOnFirstContinuation: New and Settle build no cp space; the first
+// continuation builds it once, and later ones reuse it.
+func TestSpaceOnFirstContinuation(t *testing.T) {
+	p := codec.Physics{Step: 16_667, Iterations: 10, Damping: 1, Topology: 1, Config: 1,
+		Bodies: []codec.BodyMass{{Mass: 1, Moment: 0.1}, {Mass: 2, Moment: 0.3}},
+		Joints: []codec.JointSpec{{Kind: codec.JointPin, A: 0, B: 1, AnchorB: [2]float64{0.5, 0}, Min: 1, Max: 1}}}
+	s, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poses := []island.State{{X: 0, Y: 2}, {X: 1.2, Y: 2}}
+	state := func(i int) island.State { return poses[i] }
+	s.Settle(poses, s.Separations(state, nil))
+	if s.space != nil || s.bodies != nil || s.Bodies() != 2 || !s.Describes(1, 1, 2) {
+		t.Fatalf("after New and Settle: space %v, %d bodies", s.space, s.Bodies())
+	}
+	key := island.Key{Island: 1, Topology: 1, Config: 1, Seq: 1}
+	out := make([]island.State, 2)
+	if !s.Continue(key, 0, state, 20_000, 0, out) {
+		t.Fatal("continue refused")
+	}
+	space := s.space
+	if space == nil || len(s.bodies) != 2 {
+		t.Fatal("no space after a continuation")
+	}
+	key.Seq++
+	if !s.Continue(key, 50_000, state, 20_000, 0, out) || s.space != space {
+		t.Fatal("a second continuation built another space")
+	}
+}
