@@ -169,6 +169,13 @@ func (a *Assembler) push(now int64, f *codec.Fragment) (Outcome, *Frame) {
 		if fixed+MemberCharge*int(h.TotalMembers) > a.cfg.MaxPendingBytes {
 			return RejectTooLarge, nil
 		}
+		if h.Count == 1 && n == int(h.TotalMembers) {
+			// The whole frame in one fragment: it completes now or is
+			// rejected now, and holds no place among the pending frames.
+			if o, fr, ok := a.whole(id, h, f.Raw); ok {
+				return o, fr
+			}
+		}
 		p = a.admit(now, id, h, fixed)
 	}
 	if p.poisoned {
@@ -310,6 +317,23 @@ func (a *Assembler) poison(p *pending, why Outcome) Outcome {
 	return why
 }
 
+// whole completes a frame that came in one fragment, without admitting
+// it, when its digest and members check out. Otherwise it reports false and
+// the caller takes the frame through admission, which rejects it and keeps
+// its tombstone, exactly as for a frame of many fragments.
+func (a *Assembler) whole(id frameID, h *codec.FragmentHeader, raw []byte) (Outcome, *Frame, bool) {
+	if codec.Digest(h, codec.Records(raw)) != h.Digest || a.dedup.hasDuplicate(codec.Records(raw)) {
+		return 0, nil, false
+	}
+	a.outRaw = append(a.outRaw[:0], raw...)
+	a.out = Frame{
+		Sender: id.sender, Key: id.key, Time: h.Time, Segment: h.Segment, Flags: h.Flags,
+		Digest: h.Digest, Fragments: 1, Members: codec.Records(a.outRaw),
+	}
+	a.completed(id)
+	return Completed, &a.out, true
+}
+
 // complete assembles p in frame order, verifies it and returns it.
 func (a *Assembler) complete(p *pending) (Outcome, *Frame) {
 	total := int(p.hdr.TotalMembers)
@@ -330,7 +354,7 @@ func (a *Assembler) complete(p *pending) (Outcome, *Frame) {
 		Sender: p.id.sender, Key: p.id.key, Time: p.hdr.Time, Segment: p.hdr.Segment, Flags: p.hdr.Flags,
 		Digest: p.hdr.Digest, Fragments: int(p.hdr.Count), Members: codec.Records(body),
 	}
-	a.completed(p)
+	a.completed(p.id)
 	a.drop(p, Completed)
 	return Completed, &a.out
 }
@@ -361,8 +385,8 @@ func (s *streamState) mark(seq uint32) {
 
 // completed records p's sequence as completed in its stream and drops the
 // incomplete frames of that stream older than it.
-func (a *Assembler) completed(p *pending) {
-	sid := streamID{sender: p.id.sender, stream: p.id.key.Stream()}
+func (a *Assembler) completed(id frameID) {
+	sid := streamID{sender: id.sender, stream: id.key.Stream()}
 	s := a.streams[sid]
 	if s == nil {
 		if len(a.streams) >= a.cfg.MaxStreams {
@@ -372,7 +396,7 @@ func (a *Assembler) completed(p *pending) {
 	} else {
 		a.streamOrder.remove(s)
 	}
-	s.mark(p.id.key.Seq)
+	s.mark(id.key.Seq)
 	a.streamOrder.pushBack(s)
 }
 

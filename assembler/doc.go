@@ -41,7 +41,9 @@
 // Accounting charges FrameOverhead per frame, FragmentOverhead per declared
 // fragment and MemberCharge per received member; a frame whose full size
 // could not fit MaxPendingBytes is refused at its first fragment
-// (RejectTooLarge). Memory is charged for bytes actually received, not for
+// (RejectTooLarge). A frame that comes whole in one fragment and checks out
+// completes at once: it takes no place among the pending frames and evicts
+// nothing. Memory is charged for bytes actually received, not for
 // the total a peer claims. Eviction is deterministic: when a new frame would
 // exceed its island's cap, a candidate of the sender holding the most of that
 // island's candidates goes — the one with the fewest members received, then

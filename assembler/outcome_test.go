@@ -175,6 +175,49 @@ func TestDropCounters(t *testing.T) {
 			t.Fatalf("%v", o)
 		}
 	})
+	t.Run("whole frames take no place", func(t *testing.T) {
+		// The pending table is full of frames in progress; frames that come
+		// whole in one fragment complete without evicting any of them, and
+		// a whole frame whose digest fails is still poisoned.
+		a := mustNew(t, Config{MaxPending: 4, MaxCandidatesPerIsland: 2})
+		for isl := uint32(1); isl <= 4; isl++ {
+			a.Push(int64(isl), &fr(isl, 1)[0])
+		}
+		for isl := uint32(10); isl < 20; isl++ {
+			k := key1
+			k.Island, k.Seq = isl, 1
+			w := fragmentsOf(t, testFrame(1, k, 3, 1))
+			if len(w) != 1 {
+				t.Fatalf("%d fragments", len(w))
+			}
+			if o, f := a.Push(5, &w[0]); o != Completed || f.Fragments != 1 || f.Members.Len() != 3 {
+				t.Fatalf("island %d: %v", isl, o)
+			}
+		}
+		if st := a.Stats(); st.Count(EvictedPendingCap) != 0 || st.PendingFrames != 4 {
+			t.Fatalf("%+v", st)
+		}
+		for isl := uint32(1); isl <= 4; isl++ {
+			f := fr(isl, 1)
+			a.Push(5, &f[1])
+			if o, _ := a.Push(5, &f[2]); o != Completed {
+				t.Fatalf("island %d: %v", isl, o)
+			}
+		}
+		k := key1
+		k.Island, k.Seq = 30, 1
+		bad := fragmentsOf(t, testFrame(1, k, 3, 1))[0]
+		bad.Header.Digest ^= 1
+		if o, _ := a.Push(6, &bad); o != RejectDigestMismatch {
+			t.Fatalf("bad digest: %v", o)
+		}
+		if o, _ := a.Push(6, &bad); o != RejectPoisoned {
+			t.Fatalf("bad digest again: %v", o)
+		}
+		if st := a.Stats(); st.Count(EvictedPendingCap) != 0 || st.Count(Completed) != 14 || st.PendingFrames != 1 {
+			t.Fatalf("%+v", st) // the poisoned frame's tombstone is the one place taken
+		}
+	})
 	t.Run("byte cap", func(t *testing.T) {
 		one := FrameOverhead + 3*FragmentOverhead + 40*MemberCharge
 		a := mustNew(t, Config{MaxPendingBytes: 2 * one})
