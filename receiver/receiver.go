@@ -115,8 +115,10 @@ type Receiver struct {
 	keyReq       []uint32         // islands to ask keyframes for, ascending
 	ents         []baseline.Entry // scratch: restored members
 	raw          []byte           // scratch: their v1 records
-	held         codec.Held       // scratch: Feedback
-	ack          codec.Ack        // scratch: Feedback
+	ids          []island.MemberID
+	states       []island.State // scratch: restored members as the validator takes them
+	held         codec.Held     // scratch: Feedback
+	ack          codec.Ack      // scratch: Feedback
 
 	stats Stats
 }

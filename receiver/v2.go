@@ -62,9 +62,10 @@ func (r *Receiver) requestKey(id uint32) {
 	}
 }
 
-// datagramV2 expands every record of a v2 datagram into whole-frame or
-// fragment form and pushes it down the same path as version 1: assembly,
-// validation, commit. A committed frame becomes a baseline of its island.
+// datagramV2 expands every record of a v2 datagram to its members and
+// commits them: a whole frame straight to validation and commit, a fragment
+// through reassembly first, as in version 1. A committed frame becomes a
+// baseline of its island.
 func (r *Receiver) datagramV2(now int64, b []byte) {
 	h, recs, err := r.dec2.Decode(b)
 	if err != nil {
@@ -163,29 +164,38 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 	r.v2Push(now, rec, info, ents, false)
 }
 
-// v2Push turns restored members into a version-1 fragment — the float
-// states they restore to, exactly — and pushes it; a committed frame is
-// kept as a baseline. A whole record's 32-bit digest is checked here (the
-// frame is all present); a fragment carries the whole 64 bits for the
-// assembler; a predicted frame needs none (it equals its baseline's motion).
+// v2Push commits restored members; a committed frame is kept as a
+// baseline. A whole record needs no assembly: its 32-bit digest is checked
+// here over the float records its integers restore to (a predicted frame
+// needs none: it equals its baseline's motion), and the members go to the
+// validator as they are. A fragment goes to the assembler as a version-1
+// fragment — the float states, exactly — carrying the whole 64-bit digest;
+// its integers are staged until the frame completes, and the completed
+// frame is validated from them.
 func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, predicted bool) {
-	r.raw = codec.AppendRestored(r.raw[:0], ents, info.Class.Precision())
+	pr := info.Class.Precision()
 	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
 		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
 		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest}
-	if rec.Fragments == 1 {
-		full := codec.Digest(&hdr, r.raw)
-		if !predicted && uint64(uint32(full)) != rec.Digest {
-			r.stats.V2.Digest++
-			r.requestKey(info.Key.Island)
-			return
-		}
-		hdr.Digest = full
-	}
 	s := r.v2island(info.Key.Island)
 	r.ents = ents
-	full := &r.ents
-	if s != nil && rec.Fragments > 1 {
+	if rec.Fragments == 1 {
+		if !predicted {
+			r.raw = codec.AppendRestored(r.raw[:0], ents, pr)
+			if uint64(uint32(codec.Digest(&hdr, r.raw))) != rec.Digest {
+				r.stats.V2.Digest++
+				r.requestKey(info.Key.Island)
+				return
+			}
+		}
+		if r.commitRestored(now, &hdr, ents, pr) && s != nil {
+			r.keepBaseline(s, rec.Window, info, &r.ents)
+		}
+		return
+	}
+	r.raw = codec.AppendRestored(r.raw[:0], ents, pr)
+	staged := s != nil
+	if staged {
 		// Stage this part's integers until the frame completes.
 		if s.stageKey != info.Key || len(s.stage) != rec.Total {
 			s.stageKey, s.staged, s.parts = info.Key, 0, 0
@@ -196,22 +206,39 @@ func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInf
 			s.staged += len(ents)
 		}
 		copy(s.stage[rec.First:], ents)
-		full = &s.stage
 	}
-	frag := codec.Fragment{Header: hdr, Raw: r.raw}
-	f, vf := r.push(now, &frag)
-	if vf == nil || s == nil {
+	o, f := r.asm.Push(now, &codec.Fragment{Header: hdr, Raw: r.raw})
+	if o != assembler.Completed {
 		return
 	}
-	if rec.Fragments > 1 && (s.stageKey != info.Key || s.staged != rec.Total) {
-		// Parts of another frame came in between: quantize the assembled
-		// floats back instead (exact: they were restored from integers).
-		if !r.requantize(f, info.Class.Precision()) {
-			return
+	if staged && s.stageKey == info.Key && s.staged == rec.Total {
+		if r.commitRestored(now, &hdr, s.stage, pr) {
+			r.keepBaseline(s, rec.Window, info, &s.stage)
 		}
-		full = &r.ents
+		return
 	}
-	r.keepBaseline(s, rec.Window, info, full)
+	// Parts of another frame came in between: validate the assembled
+	// floats, and quantize them back for the baseline (exact: they were
+	// restored from integers).
+	reason, vf := r.val.Validate(f)
+	if !r.commit(now, reason, vf) || s == nil || !r.requantize(f, pr) {
+		return
+	}
+	r.keepBaseline(s, rec.Window, info, &r.ents)
+}
+
+// commitRestored validates and commits a whole frame of restored members,
+// with the frame-level fields of h, and reports whether it committed.
+func (r *Receiver) commitRestored(now int64, h *codec.FragmentHeader, ents []baseline.Entry, p quant.Precision) bool {
+	sc := p.Scales()
+	r.ids, r.states = r.ids[:0], r.states[:0]
+	for i := range ents {
+		r.ids = append(r.ids, ents[i].ID)
+		r.states = append(r.states, sc.State(ents[i].Q))
+	}
+	reason, vf := r.val.ValidateStates(validator.Header{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment,
+		Flags: h.Flags}, r.ids, r.states)
+	return r.commit(now, reason, vf)
 }
 
 // requantize puts an assembled frame's members, as integers, in r.ents and
@@ -273,19 +300,22 @@ func markSeq(have *bool, newest, prior *uint32, seq uint32) {
 	}
 }
 
-// push runs one fragment through assembly, validation and commit; on a
-// commit it returns the assembled frame and the validated one.
-func (r *Receiver) push(now int64, frag *codec.Fragment) (*assembler.Frame, *validator.Validated) {
-	o, f := r.asm.Push(now, frag)
-	if o != assembler.Completed {
-		return nil, nil
+// push runs one fragment through assembly, validation and commit.
+func (r *Receiver) push(now int64, frag *codec.Fragment) {
+	if o, f := r.asm.Push(now, frag); o == assembler.Completed {
+		reason, vf := r.val.Validate(f)
+		r.commit(now, reason, vf)
 	}
-	reason, vf := r.val.Validate(f)
+}
+
+// commit commits a frame the validator passed and reports whether the
+// store took it.
+func (r *Receiver) commit(now int64, reason validator.Reason, vf *validator.Validated) bool {
 	if reason != validator.OK {
-		return nil, nil
+		return false
 	}
 	if res := r.st.Commit(now, vf); res != store.Committed {
-		return nil, nil
+		return false
 	}
 	r.stats.FramesCommitted++
 	r.noteAck(vf.Key())
@@ -293,7 +323,7 @@ func (r *Receiver) push(now int64, frag *codec.Fragment) (*assembler.Frame, *val
 	// ownership epoch: a hand-off of one island must not restart every
 	// island's playout.
 	r.clock.Observe(now, r.timelines, vf.Time())
-	return f, vf
+	return true
 }
 
 // windows applies window advances: each island's window moves to the new

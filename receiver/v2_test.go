@@ -6,6 +6,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -403,5 +404,86 @@ func TestParityEvictsOldest(t *testing.T) {
 	}
 	if rx.parity[parityKey{island: maxParityFrames - 1, seq: 1}] != nil || rx.parity[parityKey{island: 0, seq: 1}] == nil {
 		t.Fatal("evicted the wrong entry")
+	}
+}
+
+// TestV2WholeRecords: frames that come whole in one record skip reassembly;
+// a datagram delivered twice still commits each of its frames once, and a
+// whole delta that restores to other members than were sent (a residual
+// changed in flight, the datagram check recomputed) fails its digest,
+// commits nothing and asks for a keyframe of its island.
+func TestV2WholeRecords(t *testing.T) {
+	l := newLoop(t, "ragdolls", 2)
+	for range 100 {
+		l.step(nil)
+	}
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	frames0, commits0 := l.bc.Stats().Frames, l.rx.Stats().FramesCommitted
+	wholes := 0
+	for range 60 {
+		l.send()
+		for _, d := range l.dgs {
+			_, recs, err := dec.Decode(d.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if r.Kind == codec.KindDelta && r.Fragments == 1 {
+					wholes++
+				}
+			}
+			l.rx.Datagram(l.now, d.Bytes)
+			l.rx.Datagram(l.now, d.Bytes)
+		}
+		l.rx.Render(l.now)
+		l.fb = l.rx.Feedback(l.fb[:0])
+		l.feedBack()
+	}
+	sent, committed := l.bc.Stats().Frames-frames0, l.rx.Stats().FramesCommitted-commits0
+	if wholes < 100 || committed != sent {
+		t.Fatalf("%d whole deltas; %d frames sent, %d commits with every datagram twice", wholes, sent, committed)
+	}
+
+	// Forge the last residual of a datagram that ends in a whole delta.
+	var forgedIsland uint32
+	for forgedIsland == 0 {
+		l.send()
+		for _, d := range l.dgs {
+			_, recs, err := dec.Decode(d.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := recs[len(recs)-1]
+			if forgedIsland != 0 || last.Kind != codec.KindDelta || last.Fragments != 1 {
+				l.rx.Datagram(l.now, d.Bytes)
+				continue
+			}
+			forged := append([]byte(nil), d.Bytes...)
+			end := &forged[len(forged)-1] // a varint's last byte: 0x01 … 0x7f
+			if *end ^= 0x04; *end == 0 {
+				*end = 0x08
+			}
+			if _, _, err := dec.Decode(resign(forged)); err != nil {
+				t.Fatalf("forged datagram does not decode: %v", err)
+			}
+			forgedIsland = last.Island
+			before := l.rx.Stats()
+			l.rx.Datagram(l.now, forged)
+			after := l.rx.Stats()
+			if after.V2.Digest != before.V2.Digest+1 {
+				t.Fatalf("digest failures %d → %d", before.V2.Digest, after.V2.Digest)
+			}
+		}
+		l.rx.Render(l.now)
+		l.fb = l.rx.Feedback(l.fb[:0])
+	}
+	asked := false
+	l.deliver(l.fb, func(m codec.Message) {
+		if k, ok := m.(codec.Keyframes); ok && slices.Contains(k.Islands, forgedIsland) {
+			asked = true
+		}
+	})
+	if !asked {
+		t.Fatalf("no keyframe asked for island %d", forgedIsland)
 	}
 }

@@ -17,6 +17,9 @@
 //   - Validate: lease, sender, epoch, topology, config, exact member set
 //     (count, no stranger, no repeat), identity resolution, finite states —
 //     in that order, each failure with its own Reason and counter.
+//     ValidateStates makes the same checks on a frame the caller already
+//     holds decoded (identities and states, not member records): wire v2
+//     restores whole frames from integers and needs no second parse.
 //
 // Frames whose identities are not announced yet are rejected
 // (UnknownIdentity), not held: the authority re-broadcasts at a fixed

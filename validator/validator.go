@@ -141,7 +141,28 @@ func (v *Validator) Stamp(islandID uint32) (Stamp, bool) {
 // until the next Validate (the store copies it on commit). On any failure
 // it returns the reason and nil: all or nothing.
 func (v *Validator) Validate(f *assembler.Frame) (Reason, *Validated) {
-	r := v.validate(f)
+	return v.count(v.validate(f))
+}
+
+// Header is what a frame carries besides its members.
+type Header struct {
+	Sender  island.SenderID
+	Key     island.Key
+	Time    island.Time // authority time, microseconds
+	Segment uint32      // continuity segment
+	Flags   island.Flags
+}
+
+// ValidateStates is Validate for a frame the caller holds decoded rather
+// than as member records — a frame restored from quantized integers, say:
+// member i of the frame is ids[i] in state states[i]. The checks, reasons
+// and result are those of Validate; ids and states are read, not kept.
+// Differing lengths are a MemberCountMismatch.
+func (v *Validator) ValidateStates(h Header, ids []island.MemberID, states []island.State) (Reason, *Validated) {
+	return v.count(v.validateStates(&h, ids, states))
+}
+
+func (v *Validator) count(r Reason) (Reason, *Validated) {
 	v.counts[r]++
 	if r != OK {
 		return r, nil
@@ -150,36 +171,89 @@ func (v *Validator) Validate(f *assembler.Frame) (Reason, *Validated) {
 }
 
 func (v *Validator) validate(f *assembler.Frame) Reason {
-	k := f.Key
+	e, r := v.begin(f.Sender, f.Key, f.Len())
+	if r != OK {
+		return r
+	}
+	out := &v.out
+	out.time, out.segment, out.flags = f.Time, f.Segment, f.Flags
+	for i := range len(e.m.Members) {
+		id := f.Members.ID(i)
+		pos, hd, r := v.quick(e, i, id)
+		if r != OK {
+			if pos, hd, r = v.place(e, i, id); r != OK {
+				return r
+			}
+		}
+		m, finite := f.Members.Member(i)
+		if !finite {
+			return NonFinite
+		}
+		out.handles[pos], out.ids[pos], out.states[pos] = hd, id, m.State
+	}
+	return OK
+}
+
+func (v *Validator) validateStates(h *Header, ids []island.MemberID, states []island.State) Reason {
+	if len(ids) != len(states) {
+		return MemberCountMismatch
+	}
+	e, r := v.begin(h.Sender, h.Key, len(ids))
+	if r != OK {
+		return r
+	}
+	out := &v.out
+	out.time, out.segment, out.flags = h.Time, h.Segment, h.Flags
+	for i, id := range ids {
+		pos, hd, r := v.quick(e, i, id)
+		if r != OK {
+			if pos, hd, r = v.place(e, i, id); r != OK {
+				return r
+			}
+		}
+		st := &states[i]
+		// x − x is 0 for every finite x and NaN for NaN and ±Inf.
+		if d := (st.X - st.X) + (st.Y - st.Y) + (st.Angle - st.Angle) + (st.VX - st.VX) + (st.VY - st.VY) +
+			(st.AngVel - st.AngVel); d != 0 {
+			return NonFinite
+		}
+		out.handles[pos], out.ids[pos], out.states[pos] = hd, id, *st
+	}
+	return OK
+}
+
+// begin checks a frame of n members against its island's lease and
+// manifest and readies the output for its members; the stamp and key of the
+// output are set, its time, segment, flags and members are the caller's.
+func (v *Validator) begin(sender island.SenderID, k island.Key, n int) (*manifestEntry, Reason) {
 	l, ok := v.leases[k.Island]
 	if !ok {
-		return NoLease
+		return nil, NoLease
 	}
 	switch {
 	case k.Epoch != l.Epoch && island.SeqNewer(l.Epoch, k.Epoch):
-		return StaleEpoch
+		return nil, StaleEpoch
 	case k.Epoch != l.Epoch:
-		return FutureEpoch
-	case f.Sender != l.Owner:
-		return WrongSender
+		return nil, FutureEpoch
+	case sender != l.Owner:
+		return nil, WrongSender
 	}
 	e, ok := v.manifests[k.Island]
 	if !ok {
-		return NoManifest
+		return nil, NoManifest
 	}
 	switch {
 	case k.Topology != e.m.Topology && island.SeqNewer(e.m.Topology, k.Topology):
-		return StaleTopology
+		return nil, StaleTopology
 	case k.Topology != e.m.Topology:
-		return FutureTopology
+		return nil, FutureTopology
 	case k.Config != e.m.Config && island.SeqNewer(e.m.Config, k.Config):
-		return StaleConfig
+		return nil, StaleConfig
 	case k.Config != e.m.Config:
-		return FutureConfig
+		return nil, FutureConfig
 	}
-	n := len(e.m.Members)
-	if f.Len() != n {
-		return MemberCountMismatch
+	if n != len(e.m.Members) {
+		return nil, MemberCountMismatch
 	}
 	out := &v.out
 	out.handles = resize(out.handles, n)
@@ -191,41 +265,52 @@ func (v *Validator) validate(f *assembler.Frame) Reason {
 		clear(v.filled)
 		v.call = 1
 	}
-	for i := 0; i < n; i++ {
-		id := f.Members.ID(i)
-		pos := i
-		if e.m.Members[i] != id { // frames are normally in manifest order
-			p, ok := e.index[id]
-			if !ok {
-				return UnexpectedMember
-			}
-			pos = p
-		}
-		if v.filled[pos] == v.call {
-			return DuplicateMember
-		}
-		v.filled[pos] = v.call
-		h := e.handles[pos]
-		if !v.reg.Valid(h) {
-			var err error
-			h, err = v.reg.Resolve(id)
-			switch {
-			case errors.Is(err, ErrTombstoned):
-				return Tombstoned
-			case err != nil:
-				return UnknownIdentity
-			}
-			e.handles[pos] = h
-		}
-		m, finite := f.Members.Member(i)
-		if !finite {
-			return NonFinite
-		}
-		out.handles[pos], out.ids[pos], out.states[pos] = h, id, m.State
-	}
 	out.stamp = Stamp{Island: k.Island, Epoch: l.Epoch, Owner: l.Owner, Topology: e.m.Topology, Config: e.m.Config, Manifest: e.digest}
-	out.key, out.time, out.segment, out.flags = k, f.Time, f.Segment, f.Flags
-	return OK
+	out.key = k
+	return e, OK
+}
+
+// quick places member i in the common case — where the manifest has it,
+// not placed yet, its cached handle live — and otherwise reports
+// UnexpectedMember for place to sort out.
+func (v *Validator) quick(e *manifestEntry, i int, id island.MemberID) (int, Handle, Reason) {
+	h := e.handles[i]
+	if e.m.Members[i] != id || v.filled[i] == v.call || !v.reg.Valid(h) {
+		return 0, Handle{}, UnexpectedMember
+	}
+	v.filled[i] = v.call
+	return i, h, OK
+}
+
+// place finds member i's manifest position from its identity id (frames are
+// normally in manifest order), refuses a stranger or a repeat, and resolves
+// the identity to a live handle.
+func (v *Validator) place(e *manifestEntry, i int, id island.MemberID) (int, Handle, Reason) {
+	pos := i
+	if e.m.Members[i] != id {
+		p, ok := e.index[id]
+		if !ok {
+			return 0, Handle{}, UnexpectedMember
+		}
+		pos = p
+	}
+	if v.filled[pos] == v.call {
+		return 0, Handle{}, DuplicateMember
+	}
+	v.filled[pos] = v.call
+	h := e.handles[pos]
+	if !v.reg.Valid(h) {
+		var err error
+		h, err = v.reg.Resolve(id)
+		switch {
+		case errors.Is(err, ErrTombstoned):
+			return 0, Handle{}, Tombstoned
+		case err != nil:
+			return 0, Handle{}, UnknownIdentity
+		}
+		e.handles[pos] = h
+	}
+	return pos, h, OK
 }
 
 // Stats are the validator's counters.

@@ -2,6 +2,7 @@ package validator
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -98,45 +99,80 @@ func TestValidateReasons(t *testing.T) {
 		{"non-finite", mod(func(_ *fixture, f *island.Frame) { f.Members[6].State.VY = math.Inf(1) }), NonFinite},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			fx := newFixture(t, 8)
-			r, vf := fx.v.Validate(c.make(fx))
-			if r != c.want {
-				t.Fatalf("reason %v, want %v", r, c.want)
-			}
-			if (vf != nil) != (r == OK) {
-				t.Fatalf("frame returned with %v", r)
-			}
-			if fx.v.Stats().Count(r) != 1 {
-				t.Fatalf("counter %v = %d", r, fx.v.Stats().Count(r))
-			}
-			if vf == nil {
-				return
-			}
-			// Manifest order, every member resolved once to a live handle.
-			seen := map[Handle]bool{}
-			for i := 0; i < vf.Len(); i++ {
-				if vf.ID(i) != fx.man.Members[i] {
-					t.Fatalf("member %d is %v, manifest says %v", i, vf.ID(i), fx.man.Members[i])
+		for _, states := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/states=%v", c.name, states), func(t *testing.T) {
+				fx := newFixture(t, 8)
+				f := c.make(fx)
+				var r Reason
+				var vf *Validated
+				if states {
+					r, vf = validateStates(fx.v, f)
+				} else {
+					r, vf = fx.v.Validate(f)
 				}
-				h := vf.Handle(i)
-				if !fx.v.Registry().Valid(h) || seen[h] {
-					t.Fatalf("member %d handle %v", i, h)
-				}
-				seen[h] = true
-				if vf.State(i).X != float64(i) {
-					t.Fatalf("member %d state %v", i, vf.State(i))
-				}
-			}
-			if st, _ := fx.v.Stamp(7); vf.Stamp() != st {
-				t.Fatal("stamp differs from the current one")
-			}
-		})
+				checkValidated(t, fx, r, vf, c.want)
+			})
+		}
 	}
 	for r := Reason(0); r < NumReasons; r++ {
 		if r.String() == "" || r.String() == "unknown" {
 			t.Errorf("reason %d unnamed", r)
 		}
+	}
+	fx := newFixture(t, 8)
+	if r, vf := fx.v.ValidateStates(Header{Sender: 3, Key: fx.frame.Key}, fx.man.Members, make([]island.State, 7)); r != MemberCountMismatch || vf != nil {
+		t.Fatalf("ids and states of different lengths: %v", r)
+	}
+}
+
+// validateStates validates f through ValidateStates, its members decoded.
+func validateStates(v *Validator, f *assembler.Frame) (Reason, *Validated) {
+	ids := make([]island.MemberID, f.Len())
+	sts := make([]island.State, f.Len())
+	for i := range ids {
+		m, _ := f.Members.Member(i)
+		ids[i], sts[i] = m.ID, m.State
+	}
+	return v.ValidateStates(Header{Sender: f.Sender, Key: f.Key, Time: f.Time, Segment: f.Segment, Flags: f.Flags}, ids, sts)
+}
+
+// checkValidated checks one validation's outcome against want: the reason,
+// its counter, and for OK a frame in manifest order with every member
+// resolved once to a live handle and the fixture's states.
+func checkValidated(t *testing.T, fx *fixture, r Reason, vf *Validated, want Reason) {
+	t.Helper()
+	if r != want {
+		t.Fatalf("reason %v, want %v", r, want)
+	}
+	if (vf != nil) != (r == OK) {
+		t.Fatalf("frame returned with %v", r)
+	}
+	if fx.v.Stats().Count(r) != 1 {
+		t.Fatalf("counter %v = %d", r, fx.v.Stats().Count(r))
+	}
+	if vf == nil {
+		return
+	}
+	// Manifest order, every member resolved once to a live handle.
+	seen := map[Handle]bool{}
+	for i := 0; i < vf.Len(); i++ {
+		if vf.ID(i) != fx.man.Members[i] {
+			t.Fatalf("member %d is %v, manifest says %v", i, vf.ID(i), fx.man.Members[i])
+		}
+		h := vf.Handle(i)
+		if !fx.v.Registry().Valid(h) || seen[h] {
+			t.Fatalf("member %d handle %v", i, h)
+		}
+		seen[h] = true
+		if vf.State(i).X != float64(i) {
+			t.Fatalf("member %d state %v", i, vf.State(i))
+		}
+	}
+	if st, _ := fx.v.Stamp(7); vf.Stamp() != st {
+		t.Fatal("stamp differs from the current one")
+	}
+	if vf.Time() != fx.frame.Time || vf.Key() != fx.frame.Key {
+		t.Fatalf("time %d key %v", vf.Time(), vf.Key())
 	}
 }
 
@@ -253,6 +289,14 @@ func TestValidateDoesNotAllocate(t *testing.T) {
 	fx.v.Validate(w)
 	if n := testing.AllocsPerRun(50, func() { fx.v.Validate(w) }); n != 0 {
 		t.Fatalf("Validate allocates %v", n)
+	}
+	h := Header{Sender: 3, Key: fx.frame.Key}
+	ids, sts := fx.man.Members, make([]island.State, 1000)
+	if n := testing.AllocsPerRun(50, func() { fx.v.ValidateStates(h, ids, sts) }); n != 0 {
+		t.Fatalf("ValidateStates allocates %v", n)
+	}
+	if r, _ := fx.v.ValidateStates(h, ids, sts); r != OK {
+		t.Fatal(r)
 	}
 }
 
