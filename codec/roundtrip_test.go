@@ -158,3 +158,43 @@ func TestMaxMembersAtMinimumCap(t *testing.T) {
 		t.Fatalf("%d datagrams, want %d", len(dgs), DefaultMaxFragments)
 	}
 }
+
+// TestRecordsDecode: Records.ID, State and Member decode what AppendMember
+// wrote, bit for bit — negative zero, subnormals and extremes included —
+// and report a NaN or an infinity in any field as not finite.
+func TestRecordsDecode(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 5e-324, -math.MaxFloat64, math.MaxFloat64, 1.5, -2.25e9}
+	var raw Records
+	var want []island.Member
+	for k := range 12 {
+		m := island.Member{ID: island.MemberID{Stable: uint64(k) << 40, Generation: uint32(k) * 7}}
+		f := [6]*float64{&m.State.X, &m.State.Y, &m.State.Angle, &m.State.VX, &m.State.VY, &m.State.AngVel}
+		for j, p := range f {
+			*p = vals[(k+j)%len(vals)]
+		}
+		raw = AppendMember(raw, &m)
+		want = append(want, m)
+	}
+	for i, w := range want {
+		m, ok := raw.Member(i)
+		st, ok2 := raw.State(i)
+		if !ok || !ok2 || raw.ID(i) != w.ID || m.ID != w.ID || st != m.State ||
+			math.Float64bits(m.State.Y) != math.Float64bits(w.State.Y) || math.Float64bits(m.State.X) != math.Float64bits(w.State.X) {
+			t.Fatalf("record %d: %+v %v, %+v %v; want %+v", i, m, ok, st, ok2, w)
+		}
+	}
+	for field := range 6 {
+		for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+			m := want[0]
+			f := [6]*float64{&m.State.X, &m.State.Y, &m.State.Angle, &m.State.VX, &m.State.VY, &m.State.AngVel}
+			*f[field] = bad
+			r := Records(AppendMember(nil, &m))
+			if _, ok := r.State(0); ok {
+				t.Fatalf("field %d = %v decodes as finite", field, bad)
+			}
+			if _, ok := r.Member(0); ok {
+				t.Fatalf("field %d = %v: Member says finite", field, bad)
+			}
+		}
+	}
+}

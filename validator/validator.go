@@ -185,11 +185,11 @@ func (v *Validator) validate(f *assembler.Frame) Reason {
 				return r
 			}
 		}
-		m, finite := f.Members.Member(i)
+		st, finite := f.Members.State(i)
 		if !finite {
 			return NonFinite
 		}
-		out.handles[pos], out.ids[pos], out.states[pos] = hd, id, m.State
+		out.handles[pos], out.ids[pos], out.states[pos] = hd, id, st
 	}
 	return OK
 }
