@@ -1,6 +1,8 @@
 package codec
 
 import (
+	"github.com/islandsync/islandsync/quant"
+
 	"testing"
 )
 
@@ -41,4 +43,16 @@ func BenchmarkDecodeChain150(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(dgs)), "ns/datagram")
+}
+
+// BenchmarkAppendRestored: 160 quantized members restored to float member
+// records, per member.
+func BenchmarkAppendRestored(b *testing.B) {
+	f := v2Frame(40, 160, 2, quant.Chain, 1.3)
+	var raw []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		raw = AppendRestored(raw[:0], f.Members, quant.Chain.Precision())
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*160), "ns/member")
 }
