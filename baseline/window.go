@@ -34,7 +34,8 @@ var ErrMissingAnchor = errors.New("baseline: window keeps a table not held")
 // It is a pure state machine, not safe for concurrent use.
 type Receiver struct {
 	gen       uint32
-	slots     []*Table // ascending by packet id (serial order of arrival is not needed)
+	slots     []*Table // in order of arrival
+	ids       []uint32 // slots[i].ID, searched without touching the tables
 	held      []Packet
 	spare     []*Table
 	maxBodies int
@@ -62,24 +63,28 @@ func (r *Receiver) Gen() uint32 { return r.gen }
 
 // Held returns the packet ids of the baselines held, in slot order.
 func (r *Receiver) Held() []uint32 {
-	out := make([]uint32, len(r.slots))
-	for i, t := range r.slots {
-		out[i] = t.ID
-	}
-	return out
+	return slices.Clone(r.ids)
 }
 
 // Full reports whether every slot is taken: new tables can no longer be
 // stored (nor acknowledged) until the window advances.
 func (r *Receiver) Full() bool { return len(r.slots) >= Slots }
 
+// find returns the held table id, or nil. It searches from the newest
+// arrival, the baseline a delta most often names.
 func (r *Receiver) find(id uint32) *Table {
-	for _, t := range r.slots {
-		if t.ID == id {
-			return t
+	for i := len(r.ids) - 1; i >= 0; i-- {
+		if r.ids[i] == id {
+			return r.slots[i]
 		}
 	}
 	return nil
+}
+
+// keep adds t to the slots.
+func (r *Receiver) keep(t *Table) {
+	r.slots = append(r.slots, t)
+	r.ids = append(r.ids, t.ID)
 }
 
 // Decode restores the table p describes. On success it returns the table
@@ -131,7 +136,7 @@ func (r *Receiver) Decode(p *Packet) (*Table, bool, error) {
 		r.stats.WindowFull++
 		return t, false, nil
 	}
-	r.slots = append(r.slots, t)
+	r.keep(t)
 	r.stats.Stored++
 	return t, true, nil
 }
@@ -172,7 +177,7 @@ func (r *Receiver) Store(w uint32, t *Table) bool {
 		r.stats.WindowFull++
 		return false
 	}
-	r.slots = append(r.slots, t)
+	r.keep(t)
 	r.stats.Stored++
 	return true
 }
@@ -236,6 +241,10 @@ func (r *Receiver) Commit(c Control) ([]Packet, error) {
 	}
 	clear(r.slots[len(kept):])
 	r.slots = kept
+	r.ids = r.ids[:0]
+	for _, t := range kept {
+		r.ids = append(r.ids, t.ID)
+	}
 	r.gen = c.Gen
 	var ready []Packet
 	for _, p := range r.held {

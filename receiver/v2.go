@@ -103,24 +103,24 @@ func (r *Receiver) v2KeyRecord(now int64, h codec.V2Header, rec *codec.V2Record)
 	r.ents = rec.ExpandKey(r.ents, h.Time)
 	info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
 		Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
-	r.v2Push(now, rec, info, r.ents, false)
+	r.v2Push(now, r.v2island(rec.Island), rec, info, r.ents, false)
 }
 
 // dec2Config is the v2 decoder's caps.
 func (r *Receiver) dec2Config() codec.Config { return r.dec.Config() }
 
-// base looks up the baseline a record names, counting and asking for a
-// keyframe when it is not held.
-func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) *baseline.Table {
+// base looks up island id's state and the baseline a record names,
+// counting and asking for a keyframe when it is not held.
+func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) (*v2Island, *baseline.Table) {
 	s := r.v2island(id)
 	if s == nil {
 		r.stats.V2.Unknown++
-		return nil
+		return nil, nil
 	}
 	t, err := s.win.Lookup(rec.Window, h.Seq-rec.Lag)
 	switch {
 	case err == nil:
-		return t
+		return s, t
 	case err == baseline.ErrOldWindow:
 		r.stats.V2.OldWindow++
 	case err == baseline.ErrFutureWindow:
@@ -129,12 +129,12 @@ func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) *basel
 		r.stats.V2.NoBaseline++
 		r.requestKey(id)
 	}
-	return nil
+	return nil, nil
 }
 
 func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record, id uint32) {
 	r.stats.V2.Records++
-	base := r.base(h, rec, id)
+	s, base := r.base(h, rec, id)
 	if base == nil {
 		return
 	}
@@ -143,12 +143,12 @@ func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record,
 	info.Key.Seq, info.Time = h.Seq, h.Time
 	whole := codec.V2Record{Kind: codec.KindRun, Class: info.Class, Window: rec.Window, Total: len(r.ents),
 		Fragments: 1, N: len(r.ents)}
-	r.v2Push(now, &whole, info, r.ents, true)
+	r.v2Push(now, s, &whole, info, r.ents, true)
 }
 
 func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 	r.stats.V2.Records++
-	base := r.base(h, rec, rec.Island)
+	s, base := r.base(h, rec, rec.Island)
 	if base == nil {
 		return
 	}
@@ -161,7 +161,7 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 	}
 	info := base.Frame
 	info.Key.Seq, info.Time = h.Seq, h.Time
-	r.v2Push(now, rec, info, ents, false)
+	r.v2Push(now, s, rec, info, ents, false)
 }
 
 // v2Push commits restored members; a committed frame is kept as a
@@ -171,13 +171,13 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 // validator as they are. A fragment goes to the assembler as a version-1
 // fragment — the float states, exactly — carrying the whole 64-bit digest;
 // its integers are staged until the frame completes, and the completed
-// frame is validated from them.
-func (r *Receiver) v2Push(now int64, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, predicted bool) {
+// frame is validated from them. s is the island's state, nil when the
+// island is not known (the validator then refuses the frame).
+func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, predicted bool) {
 	pr := info.Class.Precision()
 	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
 		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
 		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest}
-	s := r.v2island(info.Key.Island)
 	r.ents = ents
 	if rec.Fragments == 1 {
 		if !predicted {
