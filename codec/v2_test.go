@@ -253,6 +253,42 @@ func TestV2Prediction(t *testing.T) {
 	}
 }
 
+// TestV2PredictTable: Predict carries every member of a baseline table as
+// predict does one state — bodies at rest, moving, turning, and with
+// extreme velocities — with the new time and the member's own segment.
+func TestV2PredictTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, class := range []quant.Class{quant.Rigid, quant.Chain, quant.Loose} {
+		base := &baseline.Table{ID: 5, Frame: baseline.FrameInfo{Time: 1_000_000, Class: class}}
+		for i := range 64 {
+			q := quant.State{X: rng.Int64N(1 << 20), Y: -rng.Int64N(1 << 20), Angle: rng.Int64N(4096)}
+			switch i % 4 {
+			case 1:
+				q.VX, q.VY = rng.Int64N(2000)-1000, rng.Int64N(2000)-1000
+			case 2:
+				q.AngVel = rng.Int64N(512) - 256
+			case 3:
+				q.VX, q.AngVel = math.MaxInt64/3, math.MinInt64/5
+			}
+			base.Entries = append(base.Entries, baseline.Entry{ID: island.MemberID{Stable: uint64(i + 1)},
+				Record: baseline.Record{Q: q, Time: 999_000, Segment: uint32(i % 3)}})
+		}
+		for _, at := range []island.Time{1_000_000, 1_050_000, 1_016_667, 999_000} {
+			got := Predict(nil, base, at)
+			if len(got) != len(base.Entries) {
+				t.Fatalf("%d members", len(got))
+			}
+			for i, b := range base.Entries {
+				want := baseline.Entry{ID: b.ID, Record: baseline.Record{Q: predict(b.Q, int64(at-base.Frame.Time), class.Precision()),
+					Time: at, Segment: b.Segment}}
+				if got[i] != want {
+					t.Fatalf("%v at %d, member %d: %+v, want %+v", class, at, i, got[i], want)
+				}
+			}
+		}
+	}
+}
+
 // TestV2SmallIslandsAreCheap: 900 one-body islands, 90 % at rest: the rest
 // cost a run record; a moving one a few bytes; everything in few datagrams.
 func TestV2SmallIslandsAreCheap(t *testing.T) {

@@ -584,11 +584,18 @@ func fastVarint(b []byte, off int) (int64, int) {
 // the baseline's motion: what a run record restores for an island.
 func Predict(dst []baseline.Entry, base *baseline.Table, t island.Time) []baseline.Entry {
 	pr := base.Frame.Class.Precision()
+	ps, as := int(pr.Pos)-int(pr.Vel), int(pr.Angle)-int(pr.AngVel)
 	dt := int64(t - base.Frame.Time)
-	dst = dst[:0]
+	n := len(base.Entries)
+	dst = slices.Grow(dst[:0], n)[:n]
 	for i := range base.Entries {
-		b := &base.Entries[i]
-		dst = append(dst, baseline.Entry{ID: b.ID, Record: baseline.Record{Q: predict(b.Q, dt, pr), Time: t, Segment: b.Segment}})
+		b, e := &base.Entries[i], &dst[i]
+		*e = *b
+		e.Time = t
+		if b.Q.VX|b.Q.VY|b.Q.AngVel != 0 { // a body at rest stays exactly as it is
+			predictInto(&e.Q, dt, ps, as)
+			predictVel(&e.Q, &b.Q, dt, ps, as)
+		}
 	}
 	return dst
 }
