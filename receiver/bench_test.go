@@ -166,6 +166,29 @@ func record(b testing.TB, scene string, snaps, wire int) *recording {
 	return rec
 }
 
+// play feeds steps [from, to) of the recording into rx: control, then
+// datagrams, then a render when asked for and the step carried datagrams.
+func (rec *recording) play(rx *Receiver, from, to int, render bool) {
+	lim := codec.ControlLimits{}.WithDefaults()
+	for i := from; i < to; i++ {
+		now := rec.now[i]
+		for c := rec.ctl[i]; len(c) > 0; {
+			m, n, err := codec.ParseControl(c, &lim)
+			if err != nil {
+				panic(err) // the recording is the authority's own output
+			}
+			_ = rx.Control(now, m)
+			c = c[n:]
+		}
+		for _, d := range rec.dgs[i] {
+			rx.Datagram(now, d)
+		}
+		if render && len(rec.dgs[i]) > 0 {
+			rx.Render(now) // once per frame, as BenchmarkReceive does
+		}
+	}
+}
+
 // BenchmarkReceiveV2 replays 300 snapshots of the 160-link chain on wire 2
 // (mostly deltas, keyframes every 2 s, two parity records per frame) into a
 // fresh receiver: decode, expand, reassemble, validate, commit, keep
@@ -201,33 +224,16 @@ func replay(b *testing.B, rec *recording) { replayRender(b, rec, true) }
 // iteration takes a fresh receiver through the warm-up untimed, then times
 // the rest: the steady state the bodies are counted over.
 func replayRender(b *testing.B, rec *recording, render bool) {
-	lim := codec.ControlLimits{}.WithDefaults()
 	bodies := 0
 	var committed uint64
-	play := func(rx *Receiver, from, to int) {
-		for i := from; i < to; i++ {
-			now := rec.now[i]
-			for c := rec.ctl[i]; len(c) > 0; {
-				m, n, _ := codec.ParseControl(c, &lim)
-				_ = rx.Control(now, m)
-				c = c[n:]
-			}
-			for _, d := range rec.dgs[i] {
-				rx.Datagram(now, d)
-			}
-			if render && len(rec.dgs[i]) > 0 {
-				rx.Render(now) // once per frame, as BenchmarkReceive does
-			}
-		}
-	}
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
 		rx, _ := New(Config{})
-		play(rx, 0, rec.warm)
+		rec.play(rx, 0, rec.warm, render)
 		before := rx.Stats().FramesCommitted
 		b.StartTimer()
-		play(rx, rec.warm, len(rec.now))
+		rec.play(rx, rec.warm, len(rec.now), render)
 		bodies += rec.body
 		committed = rx.Stats().FramesCommitted - before
 	}

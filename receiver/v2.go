@@ -76,13 +76,9 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 		rec := &recs[i]
 		switch rec.Kind {
 		case codec.KindRun:
-			for k := uint32(0); k < rec.Count; k++ {
-				r.v2Predicted(now, h, rec, rec.Island+k)
-			}
+			r.v2Run(now, h, rec, rec.Island, rec.Count)
 		case codec.KindGapDelta:
-			for k := rec.Count; k > 0; k-- {
-				r.v2Predicted(now, h, rec, rec.Island-k)
-			}
+			r.v2Run(now, h, rec, rec.Island-rec.Count, rec.Count)
 			r.v2Delta(now, h, rec)
 		case codec.KindDelta:
 			r.v2Delta(now, h, rec)
@@ -130,6 +126,22 @@ func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) (*v2Is
 		r.requestKey(id)
 	}
 	return nil, nil
+}
+
+// v2Run restores the n islands from first on that a run (or a gap delta)
+// covers. Only islands with a manifest are visited — a run may name up to
+// 2³² − 1 islands, and walking them all would let one datagram hold the
+// receiver for minutes; the others are counted as unknown at once.
+func (r *Receiver) v2Run(now int64, h codec.V2Header, rec *codec.V2Record, first, n uint32) {
+	end := uint64(first) + uint64(n)
+	visited := uint64(0)
+	i, _ := slices.BinarySearch(r.known, first)
+	for ; i < len(r.known) && uint64(r.known[i]) < end; i++ {
+		r.v2Predicted(now, h, rec, r.known[i])
+		visited++
+	}
+	r.stats.V2.Records += uint64(n) - visited
+	r.stats.V2.Unknown += uint64(n) - visited
 }
 
 func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record, id uint32) {

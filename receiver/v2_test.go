@@ -487,3 +487,31 @@ func TestV2WholeRecords(t *testing.T) {
 		t.Fatalf("no keyframe asked for island %d", forgedIsland)
 	}
 }
+
+// TestV2HugeRunIsCheap: a run record may name up to 2³² − 1 islands. The
+// receiver visits only the islands it has a manifest for and counts the
+// rest as unknown at once; walking the whole range, one forged datagram
+// held the receiver for minutes.
+func TestV2HugeRunIsCheap(t *testing.T) {
+	l := newLoop(t, "ragdolls", 2)
+	for range 40 {
+		l.step(nil)
+	}
+	dg := append([]byte(codec.Magic), codec.VersionV2)
+	dg = binary.LittleEndian.AppendUint32(dg, 1_000_000) // a sequence no baseline has
+	dg = binary.LittleEndian.AppendUint64(dg, uint64(l.now))
+	dg = binary.LittleEndian.AppendUint32(dg, 0) // check, set below
+	dg = append(dg, byte(codec.KindRun))         // head: a run, rigid, no flags
+	dg = binary.AppendUvarint(dg, 0)             // first island
+	dg = binary.AppendUvarint(dg, 0)             // window
+	dg = binary.AppendUvarint(dg, 1)             // lag
+	dg = binary.AppendUvarint(dg, 1<<32-1)       // islands covered
+	before := l.rx.Stats().V2
+	l.rx.Datagram(l.now, resign(dg))
+	after := l.rx.Stats().V2
+	known := uint64(len(l.rx.known))
+	if known == 0 || after.Records-before.Records != 1<<32-1 || after.Unknown-before.Unknown != 1<<32-1-known ||
+		after.NoBaseline+after.OldWindow+after.Future-before.NoBaseline-before.OldWindow-before.Future != known {
+		t.Fatalf("%d known islands; before %+v after %+v", known, before, after)
+	}
+}
