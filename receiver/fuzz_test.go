@@ -5,7 +5,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
 )
 
 // FuzzReceiveV2 drives a hostile wire-2 datagram into a warm receiver — one
@@ -50,6 +52,68 @@ func FuzzReceiveV2(f *testing.F) {
 					t.Fatalf("island %d member %d is %v, the manifest says %v", v.Island, i, p.ID, man.Members[i])
 				}
 			}
+		}
+	})
+}
+
+// FuzzFeedback plays a hostile observer: its feedback — any control
+// messages the fuzzer makes, parsed as the server parses them — reaches the
+// broadcaster between snapshots, while an honest observer of the same
+// islands (a bridge, the 160-link chain and a rope) follows along. Nothing may panic, every datagram the hostile
+// observer is sent must still decode, and the honest observer must commit
+// every frame sent to it with no baseline missing and no digest failing:
+// one observer's feedback moves only its own stream.
+func FuzzFeedback(f *testing.F) {
+	seed := func(ms ...codec.Message) []byte {
+		var b []byte
+		for _, m := range ms {
+			b = m.Append(b)
+		}
+		return b
+	}
+	f.Add(seed(codec.Held{Entries: []codec.HeldEntry{{Island: 1, Window: 0, Newest: 3, Prior: 0xffffffff}}}))
+	f.Add(seed(codec.Keyframes{Islands: []uint32{1, 2, 3}}, codec.Subscribe{Islands: []uint32{2}}))
+	f.Add(seed(codec.Ack{Entries: []codec.AckEntry{{Newest: island.Key{Island: 1, Seq: 1 << 31}}}},
+		codec.Held{Entries: []codec.HeldEntry{{Island: 2, Window: 7, Newest: 1 << 31}}}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l := newLoop(t, "bridge,chain,config", 2)
+		const evil = 2
+		if err := l.bc.Join(evil, 0); err != nil {
+			t.Fatal(err)
+		}
+		_ = l.bc.Subscribe(evil, codec.Subscribe{All: true})
+		dec, _ := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
+		var ctl []byte
+		var dgs []broadcast.Datagram
+		drain := func() {
+			ctl, dgs = l.bc.Take(evil, ctl[:0], dgs[:0])
+			for _, d := range dgs {
+				if _, _, err := dec.Decode(d.Bytes); err != nil {
+					t.Fatalf("the hostile observer was sent a datagram that does not decode: %v", err)
+				}
+			}
+		}
+		for range 30 {
+			l.step(nil)
+			drain()
+		}
+		before, frames := l.rx.Stats(), l.bc.Stats().Frames
+		for i := range 20 {
+			l.step(nil)
+			for b := data; len(b) > 0 && i%5 == 0; {
+				m, n, err := codec.ParseControl(b, &l.lim)
+				if err != nil {
+					break
+				}
+				_ = l.bc.Feedback(evil, m)
+				b = b[n:]
+			}
+			drain()
+		}
+		after := l.rx.Stats()
+		sent, got := l.bc.Stats().Frames-frames, after.FramesCommitted-before.FramesCommitted
+		if got != sent || after.V2.NoBaseline != before.V2.NoBaseline || after.V2.Digest != before.V2.Digest {
+			t.Fatalf("the honest observer committed %d of %d frames; v2 %+v → %+v", got, sent, before.V2, after.V2)
 		}
 	})
 }
