@@ -48,8 +48,9 @@
 //     A rebuild that does not yield fragments of that frame is refused and
 //     counted (V2Stats.ParityBad).
 //   - Islands move as the authority moves them, joints and all: each
-//     Physics control message builds a local simulation of its island
-//     (package localsim). Past the newest frame the island continues under
+//     Physics control message describes a local simulation of its island
+//     (package localsim), whose space is built the first time the island
+//     runs past its newest frame. Past that frame the island continues under
 //     its gravity, joints and ground contacts; a wide frame pair is crossed
 //     along that continuation; and every view is settled so that its joints
 //     stand as in the frames it came from — blends never stretch a joint

@@ -49,8 +49,8 @@ func (s *sims) afford(is *localsim.Island, steps int) bool {
 	return true
 }
 
-// physics builds the local simulation of an island from its Physics
-// message. It replaces one of the same topology and config (a repeated
+// physics sets up the local simulation of an island from its Physics
+// message (its space is built on first use). It replaces one of the same topology and config (a repeated
 // catch-up), else it becomes the newest and the older of the two gives way.
 func (r *Receiver) physics(m codec.Physics) error {
 	if r.cfg.StraightExtrapolation {
