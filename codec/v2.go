@@ -120,10 +120,30 @@ func velFrom(dq, v0, dt int64, shift int) int64 {
 }
 
 // predictInto is predict in place, with the precision's shifts worked out.
+// When every operand is in advance's common range it does the three
+// advances inline, as advance would.
 func predictInto(q *quant.State, dt int64, posShift, angleShift int) {
+	const lim = 1 << 28
+	if uint64(dt+lim) < 2*lim && uint64(q.VX+lim) < 2*lim && uint64(q.VY+lim) < 2*lim &&
+		uint64(q.AngVel+lim) < 2*lim && uint(posShift) <= 6 && uint(angleShift) <= 6 {
+		q.X += roundMicro(q.VX * dt << uint(posShift))
+		q.Y += roundMicro(q.VY * dt << uint(posShift))
+		q.Angle += roundMicro(q.AngVel * dt << uint(angleShift))
+		return
+	}
 	q.X += advance(q.VX, dt, posShift)
 	q.Y += advance(q.VY, dt, posShift)
 	q.Angle += advance(q.AngVel, dt, angleShift)
+}
+
+// roundMicro returns p / 10⁶ rounded half away from zero, for |p| < 2⁶².
+// It rounds the magnitude and signs it after, with no branch on the sign,
+// and divides by multiplying: ⌊x / 10⁶⌋ for every x < 2⁶³ is the high
+// product of x and ⌈2⁸³ / 10⁶⌉, shifted right by 19.
+func roundMicro(p int64) int64 {
+	sign := p >> 63 // 0 or −1
+	hi, _ := bits.Mul64(uint64((p^sign)-sign)+500_000, 9_671_406_556_917_033_398)
+	return int64(hi>>19) ^ sign - sign
 }
 
 // advance returns round(v · dt · 2^shift / 10^6) for a velocity v in its

@@ -289,6 +289,48 @@ func TestV2PredictTable(t *testing.T) {
 	}
 }
 
+// TestV2RoundMicro: predictInto's inline rounding — a multiply for the
+// division, no branch on the sign — equals rounding by division, half away
+// from zero, for seeded random and edge products up to 2⁶²; and
+// predictInto equals three advances, in range and out of it.
+func TestV2RoundMicro(t *testing.T) {
+	byDivision := func(p int64) int64 {
+		if p >= 0 {
+			return (p + 500_000) / 1_000_000
+		}
+		return -((-p + 500_000) / 1_000_000)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	edges := []int64{0, 1, -1, 499_999, 500_000, -500_000, 500_001, 1_499_999, 1_500_000, -1_500_000, 1<<62 - 1, -(1<<62 - 1)}
+	for i := range 300_000 {
+		p := rng.Int64N(1<<uint(rng.IntN(63))) * (1 - 2*int64(i%2))
+		if i < len(edges) {
+			p = edges[i]
+		}
+		if got, want := roundMicro(p), byDivision(p); got != want {
+			t.Fatalf("roundMicro(%d) = %d, want %d", p, got, want)
+		}
+	}
+	for i := range 100_000 {
+		q := quant.State{X: rng.Int64N(1 << 30), VX: rng.Int64N(1<<29) - 1<<28, VY: rng.Int64N(1<<30) - 1<<29,
+			AngVel: rng.Int64N(1<<27) - 1<<26}
+		dt := rng.Int64N(1<<29) - 1<<27
+		ps, as := rng.IntN(8)-1, rng.IntN(8)-1
+		if i%3 == 0 {
+			dt = 50_000
+		}
+		want := q
+		want.X += advance(q.VX, dt, ps)
+		want.Y += advance(q.VY, dt, ps)
+		want.Angle += advance(q.AngVel, dt, as)
+		got := q
+		predictInto(&got, dt, ps, as)
+		if got != want {
+			t.Fatalf("predictInto(%+v, %d, %d, %d) = %+v, want %+v", q, dt, ps, as, got, want)
+		}
+	}
+}
+
 // TestV2SmallIslandsAreCheap: 900 one-body islands, 90 % at rest: the rest
 // cost a run record; a moving one a few bytes; everything in few datagrams.
 func TestV2SmallIslandsAreCheap(t *testing.T) {
