@@ -36,6 +36,17 @@ func live(t testing.TB, b *Broadcaster, islandID uint32, members []island.Member
 	}
 }
 
+// subscribeAll joins observer id and subscribes it to every island.
+func subscribeAll(t testing.TB, b *Broadcaster, id ObserverID) {
+	t.Helper()
+	if err := b.Join(id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Subscribe(id, codec.Subscribe{All: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func parseAll(t testing.TB, b []byte) []codec.Message {
 	t.Helper()
 	lim := codec.ControlLimits{}.WithDefaults()
@@ -261,12 +272,7 @@ func TestPhysics(t *testing.T) {
 	phys := codec.Physics{Island: 1, Topology: 1, Config: 1, Step: 4_167, Iterations: 10, Damping: 1,
 		Bodies: []codec.BodyMass{{Mass: 1, Moment: 1}, {Mass: 1, Moment: 1}},
 		Joints: []codec.JointSpec{{Kind: codec.JointPivot, A: 0, B: 1}}}
-	if err := b.Join(5, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Subscribe(5, codec.Subscribe{All: true}); err != nil {
-		t.Fatal(err)
-	}
+	subscribeAll(t, b, 5)
 	if err := b.Apply(phys); err != nil {
 		t.Fatal(err)
 	}
@@ -287,12 +293,7 @@ func TestPhysics(t *testing.T) {
 			t.Fatalf("%+v: %v", p, err)
 		}
 	}
-	if err := b.Join(6, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Subscribe(6, codec.Subscribe{All: true}); err != nil {
-		t.Fatal(err)
-	}
+	subscribeAll(t, b, 6)
 	ctl, _ = b.Take(6, nil, nil)
 	if got := types(parseAll(t, ctl)); got != "welcome announce lease manifest physics " {
 		t.Fatalf("late subscriber: %s", got)
@@ -302,12 +303,7 @@ func TestPhysics(t *testing.T) {
 	if err := b.Apply(codec.Manifest{Island: 1, Topology: 1, Config: 2, Members: ids(1, 2)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Join(7, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Subscribe(7, codec.Subscribe{All: true}); err != nil {
-		t.Fatal(err)
-	}
+	subscribeAll(t, b, 7)
 	ctl, _ = b.Take(7, nil, nil)
 	if got := types(parseAll(t, ctl)); got != "welcome announce lease manifest " {
 		t.Fatalf("after a new config: %s", got)

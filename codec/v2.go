@@ -286,12 +286,11 @@ type V2Encoder struct {
 // openRun is the run record being gathered: consecutive islands that moved
 // exactly as predicted against the same window, lag and class.
 type openRun struct {
-	open          bool
-	first, count  uint32
-	window, lag   uint32
-	class         quant.Class
-	last          uint32
-	startDatagram int
+	open         bool
+	first, count uint32
+	window, lag  uint32
+	class        quant.Class
+	last         uint32
 }
 
 // Bytes returns where the encoder's bytes went since it was made.

@@ -21,11 +21,9 @@ import (
 // v2World is a sender and a receiver of v2 frames for a set of islands,
 // with the receiver's restored tables, for round trips.
 type v2World struct {
-	t    testing.TB
-	enc  *V2Encoder
-	dec  *V2Decoder
-	seq  uint32
-	time island.Time
+	t   testing.TB
+	enc *V2Encoder
+	dec *V2Decoder
 }
 
 func newV2World(t testing.TB, cfg Config) *v2World {
@@ -155,7 +153,7 @@ func TestV2RoundTrip(t *testing.T) {
 		for id := range sizes {
 			ids = append(ids, id)
 		}
-		slicesSort(ids)
+		slices.Sort(ids)
 		frames := map[uint32]V2Frame{}
 		bases := map[uint32]*baseline.Table{}
 		for seq := uint32(1); seq <= 40; seq++ {
@@ -218,20 +216,32 @@ func TestV2RoundTrip(t *testing.T) {
 	}
 }
 
+// splitParity decodes dgs and returns their data records and their parity
+// records, in datagram order.
+func splitParity(tb testing.TB, dec *V2Decoder, dgs [][]byte) (data, parity []V2Record) {
+	tb.Helper()
+	for _, dg := range dgs {
+		_, recs, err := dec.Decode(dg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Kind == KindParity {
+				parity = append(parity, r)
+			} else {
+				data = append(data, r)
+			}
+		}
+	}
+	return data, parity
+}
+
 func cloneAll(dgs [][]byte) [][]byte {
 	out := make([][]byte, len(dgs))
 	for i, d := range dgs {
 		out[i] = bytes.Clone(d)
 	}
 	return out
-}
-
-func slicesSort(s []uint32) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // TestV2Prediction: motion is predicted from the baseline's velocities in
@@ -640,20 +650,7 @@ func TestV2Parity(t *testing.T) {
 		t.Fatal(err)
 	}
 	dgs := cloneAll(w.enc.Datagrams())
-	var data, parity []V2Record
-	for _, dg := range dgs {
-		_, recs, err := w.dec.Decode(dg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if r.Kind == KindParity {
-				parity = append(parity, r)
-			} else {
-				data = append(data, r)
-			}
-		}
-	}
+	data, parity := splitParity(t, w.dec, dgs)
 	k, m := len(data), len(parity)
 	if k < 2 || m != 2 || parity[0].Fragments != k {
 		t.Fatalf("%d data fragments, %d parity records", k, m)
@@ -750,20 +747,10 @@ func TestV2ParityMatchesDoc(t *testing.T) {
 		}
 	}
 	dec, _ := NewV2Decoder(Config{})
+	recs, par := splitParity(t, dec, dgs)
 	var data [][]byte
-	var par []V2Record
-	for _, dg := range dgs {
-		_, recs, err := dec.Decode(dg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if r.Kind == KindParity {
-				par = append(par, r)
-			} else {
-				data = append(data, AppendStandalone(nil, &r))
-			}
-		}
+	for i := range recs {
+		data = append(data, AppendStandalone(nil, &recs[i]))
 	}
 	k, m := len(data), len(par)
 	if k != 3 || m != 2 {
@@ -892,20 +879,7 @@ func BenchmarkV2Parity(b *testing.B) {
 		if err := w.enc.AddKey(&f, 0); err != nil {
 			b.Fatal(err)
 		}
-		var data, par []V2Record
-		for _, dg := range cloneAll(w.enc.Datagrams()) {
-			_, recs, err := w.dec.Decode(dg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, r := range recs {
-				if r.Kind == KindParity {
-					par = append(par, r)
-				} else {
-					data = append(data, r)
-				}
-			}
-		}
+		data, par := splitParity(b, w.dec, cloneAll(w.enc.Datagrams()))
 		k, l := len(data), len(par[0].Shard())
 		shards := make([][]byte, k+len(par))
 		bufs := make([][]byte, k)

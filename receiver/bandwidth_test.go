@@ -16,10 +16,7 @@ type lagLoop struct {
 	*loop
 	lag     int
 	pending [][]byte // feedback per snapshot not yet delivered
-	snaps   int
-	bodies  int // bodies in the frames of measured snapshots
-	bytes   int64
-	frames  uint64
+	frames  uint64   // frames the authority produced
 }
 
 func newLagLoop(b testing.TB, scene string, hz, lag int) *lagLoop {
