@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -151,5 +152,10 @@ func TestParseMember(t *testing.T) {
 		if _, _, err := ParseMember(b[:i]); !errors.Is(err, ErrTruncated) {
 			t.Fatalf("prefix %d: %v", i, err)
 		}
+	}
+	bad := f.Members[1]
+	bad.State.AngVel = math.Inf(-1)
+	if _, _, err := ParseMember(AppendMember(nil, &bad)); !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("non-finite member: %v", err)
 	}
 }

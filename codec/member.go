@@ -56,32 +56,14 @@ func AppendRestored(b []byte, ents []baseline.Entry, p quant.Precision) []byte {
 // member and MemberSize, or ErrTruncated, or ErrNonFinite if a state field is
 // NaN or ±Inf.
 func ParseMember(b []byte) (island.Member, int, error) {
-	var m island.Member
 	if len(b) < MemberSize {
-		return m, 0, fail(ErrTruncated, len(b), "member")
+		return island.Member{}, 0, fail(ErrTruncated, len(b), "member")
 	}
-	if !parseMemberInto(&m, b[:MemberSize]) {
+	m, ok := Records(b[:MemberSize]).Member(0)
+	if !ok {
 		return island.Member{}, 0, fail(ErrNonFinite, 12, "member state")
 	}
 	return m, MemberSize, nil
-}
-
-// parseMemberInto decodes exactly MemberSize bytes into m and reports whether
-// every float is finite.
-func parseMemberInto(m *island.Member, b []byte) bool {
-	_ = b[MemberSize-1]
-	m.ID.Stable = binary.LittleEndian.Uint64(b[0:])
-	m.ID.Generation = binary.LittleEndian.Uint32(b[8:])
-	x := binary.LittleEndian.Uint64(b[12:])
-	y := binary.LittleEndian.Uint64(b[20:])
-	a := binary.LittleEndian.Uint64(b[28:])
-	vx := binary.LittleEndian.Uint64(b[36:])
-	vy := binary.LittleEndian.Uint64(b[44:])
-	av := binary.LittleEndian.Uint64(b[52:])
-	s := &m.State
-	s.X, s.Y, s.Angle = math.Float64frombits(x), math.Float64frombits(y), math.Float64frombits(a)
-	s.VX, s.VY, s.AngVel = math.Float64frombits(vx), math.Float64frombits(vy), math.Float64frombits(av)
-	return nonFinite(x)|nonFinite(y)|nonFinite(a)|nonFinite(vx)|nonFinite(vy)|nonFinite(av) == 0
 }
 
 // firstNonFinite returns the offset within raw of the first member float
