@@ -258,7 +258,10 @@ func (a *Assembler) admit(now int64, id frameID, h *codec.FragmentHeader, fixed 
 		p.frags = p.frags[:h.Count]
 		clear(p.frags)
 	} else {
-		p.frags = make([]fragSlot, h.Count)
+		// Room for a few fragments more than this frame needs, so that a
+		// recycled pending seldom grows again when a larger frame (a
+		// keyframe among deltas) takes it.
+		p.frags = make([]fragSlot, h.Count, max(int(h.Count), minFragSlots))
 	}
 	isl.cands = append(isl.cands, p)
 	a.frames[id] = p
@@ -268,6 +271,9 @@ func (a *Assembler) admit(now int64, id frameID, h *codec.FragmentHeader, fixed 
 	a.makeRoom(p, 0)
 	return p
 }
+
+// minFragSlots is the fewest fragment slots a pending frame is given.
+const minFragSlots = 8
 
 // victim picks the candidate to evict when an island is at its cap: a
 // candidate of the sender holding the most, so that one sender flooding an

@@ -273,10 +273,11 @@ func (r *Receiver) Stats() ReceiverStats { return r.stats }
 // acknowledged table, or none (a keyframe). It never references a table the
 // observer did not acknowledge. Not safe for concurrent use.
 type Sender struct {
-	gen     uint32
-	sent    []*Table // tables recently sent, newest last (bounded)
-	acked   []*Table // acknowledged in the current window, ≤ Slots
-	advance *Control // a window advance not yet confirmed
+	gen       uint32
+	sent      []*Table  // tables recently sent, newest last (bounded)
+	acked     []*Table  // acknowledged in the current window, ≤ Slots
+	advancing bool      // a window advance to generation gen+1 is not yet confirmed
+	keep      [1]uint32 // the anchor that advance keeps
 }
 
 // maxSent bounds the tables a Sender remembers having sent: an
@@ -284,7 +285,11 @@ type Sender struct {
 const maxSent = 2 * Slots
 
 // NewSender returns a sender in window generation 0 with nothing acknowledged.
-func NewSender() *Sender { return &Sender{} }
+// Its tables are sized for a full window up front, so that acknowledging
+// and advancing never allocate.
+func NewSender() *Sender {
+	return &Sender{sent: make([]*Table, 0, maxSent), acked: make([]*Table, 0, Slots)}
+}
 
 // Gen returns the window generation packets are coded in.
 func (s *Sender) Gen() uint32 { return s.gen }
@@ -303,7 +308,7 @@ func (s *Sender) Sent(t *Table) {
 // beyond the window's slots are ignored; while an advance is pending, new
 // acknowledgements wait for it.
 func (s *Sender) Ack(gen, id uint32) {
-	if gen != s.gen || s.advance != nil || len(s.acked) >= Slots {
+	if gen != s.gen || s.advancing || len(s.acked) >= Slots {
 		return
 	}
 	for _, t := range s.acked {
@@ -336,10 +341,10 @@ func (s *Sender) Acked() (int, uint32) {
 
 // Advancing returns the generation of an advance sent but not yet confirmed.
 func (s *Sender) Advancing() (uint32, bool) {
-	if s.advance == nil {
+	if !s.advancing {
 		return 0, false
 	}
-	return s.advance.Gen, true
+	return s.gen + 1, true
 }
 
 // Baseline returns the table to code the next packet against — the newest
@@ -362,9 +367,10 @@ func (s *Sender) KeyframeRequested() {
 // Advance starts a window advance that keeps only the table keep (it must
 // be acknowledged) and returns the control to send reliably. Until
 // Confirmed, packets stay in the old generation and reference only keep.
+// The control's Keep is the sender's: it must not be changed.
 func (s *Sender) Advance(keep uint32) (Control, bool) {
-	if s.advance != nil {
-		return *s.advance, true
+	if s.advancing {
+		return Control{Gen: s.gen + 1, Keep: s.keep[:]}, true
 	}
 	var anchor *Table
 	for _, t := range s.acked {
@@ -376,16 +382,16 @@ func (s *Sender) Advance(keep uint32) (Control, bool) {
 		return Control{}, false
 	}
 	s.acked = append(s.acked[:0], anchor)
-	s.advance = &Control{Gen: s.gen + 1, Keep: []uint32{keep}}
-	return *s.advance, true
+	s.advancing, s.keep[0] = true, keep
+	return Control{Gen: s.gen + 1, Keep: s.keep[:]}, true
 }
 
 // Confirmed records that the observer committed window gen: packets are
 // coded in it from now on, against the anchor it kept.
 func (s *Sender) Confirmed(gen uint32) {
-	if s.advance == nil || gen != s.advance.Gen {
+	if !s.advancing || gen != s.gen+1 {
 		return
 	}
 	s.gen = gen
-	s.advance = nil
+	s.advancing = false
 }

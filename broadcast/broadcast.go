@@ -133,6 +133,9 @@ type Broadcaster struct {
 	quant  []quantized
 	byTime []*island.Frame
 	ids    []ObserverID
+
+	cdec *codec.ControlDecoder // FeedbackBytes' decoder
+	adv  []codec.WindowEntry   // held's scratch: the window advances to queue
 }
 
 // Stats are the broadcaster's counters.
@@ -194,7 +197,8 @@ func New(cfg Config) (*Broadcaster, error) {
 	}
 	return &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
 		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, observers: map[ObserverID]*observer{},
-		encoders: map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{}}, nil
+		encoders: map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{},
+		cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: cfg.Codec.MaxMembers})}, nil
 }
 
 // Join adds an observer whose datagrams must not exceed maxDatagram bytes
@@ -330,6 +334,32 @@ func (b *Broadcaster) Feedback(id ObserverID, m codec.Message) error {
 		return ErrDirection
 	}
 	return nil
+}
+
+// FeedbackBytes applies an observer's control messages in p, back to back
+// as read from its stream, in order, as Feedback does. It stops at the
+// first message that does not parse or that Feedback refuses, and returns
+// the bytes it applied and that error: one wrapping codec.ErrTruncated
+// means p ends inside a message (keep the rest and read more); any other
+// means the observer broke the protocol.
+//
+// Held, Keyframes and Ack — what every observer sends several times a
+// second — are decoded into storage the broadcaster reuses, so that
+// applying them allocates nothing.
+func (b *Broadcaster) FeedbackBytes(id ObserverID, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		_, size, err := b.cdec.Decode(p[n:])
+		if err != nil {
+			return n, err
+		}
+		// Boxed on the stack: Feedback keeps no message.
+		if err := b.Feedback(id, b.cdec.Message()); err != nil {
+			return n, err
+		}
+		n += size
+	}
+	return n, nil
 }
 
 // Acked returns the newest acknowledgement an observer sent for an island.

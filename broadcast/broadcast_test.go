@@ -3,6 +3,7 @@ package broadcast
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/islandsync/islandsync/codec"
@@ -307,5 +308,41 @@ func TestPhysics(t *testing.T) {
 	ctl, _ = b.Take(7, nil, nil)
 	if got := types(parseAll(t, ctl)); got != "welcome announce lease manifest " {
 		t.Fatalf("after a new config: %s", got)
+	}
+}
+
+// TestFeedbackBytes: an observer's stream applies message by message as
+// Feedback applies them; it stops at bytes that are no whole message, or at
+// a message Feedback refuses, and says how much it applied.
+func TestFeedbackBytes(t *testing.T) {
+	b, _ := New(Config{})
+	live(t, b, 7, ids(1, 3))
+	if err := b.Join(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	ack := codec.Ack{Entries: []codec.AckEntry{{Newest: island.Key{Island: 7, Epoch: 1, Topology: 1, Config: 1, Seq: 4}}}}
+	stream := codec.Subscribe{All: true}.Append(nil)
+	stream = ack.Append(stream)
+	whole := len(stream)
+	held := codec.Held{Entries: []codec.HeldEntry{{Island: 7, Newest: 4}}}.Append(nil)
+	n, err := b.FeedbackBytes(1, append(stream, held[:7]...))
+	if n != whole || !errors.Is(err, codec.ErrTruncated) {
+		t.Fatalf("truncated tail: applied %d of %d, %v", n, whole, err)
+	}
+	if e, ok := b.Acked(1, 7); !ok || e != ack.Entries[0] {
+		t.Fatalf("ack not applied: %+v %v", e, ok)
+	}
+	if ctl, _ := b.Take(1, nil, nil); !strings.Contains(types(parseAll(t, ctl)), "manifest") {
+		t.Fatalf("subscribe not applied: %s", types(parseAll(t, ctl)))
+	}
+	wrong := codec.Lease{Island: 7, Epoch: 1, Owner: 1}.Append(nil)
+	if n, err := b.FeedbackBytes(1, append(held, wrong...)); n != len(held) || !errors.Is(err, ErrDirection) {
+		t.Fatalf("authority message from an observer: applied %d, %v", n, err)
+	}
+	if n, err := b.FeedbackBytes(2, held); n != 0 || !errors.Is(err, ErrNoObserver) {
+		t.Fatalf("unknown observer: applied %d, %v", n, err)
+	}
+	if n, err := b.FeedbackBytes(1, []byte{1, 0, 0, 0, 0x7f}); n != 0 || !errors.Is(err, codec.ErrUnknownType) {
+		t.Fatalf("unknown type: applied %d, %v", n, err)
 	}
 }

@@ -17,7 +17,8 @@
 //
 //	bc, _ := broadcast.New(broadcast.Config{Timeline: rand.Uint64(), SendPeriod: 50_000})
 //	bc.Join(id, maxDatagram)              // a connection arrived: Welcome + Announce queued
-//	bc.Feedback(id, msg)                  // Subscribe (Lease + Manifest of each island it gains), Ack, Held, Keyframes
+//	bc.FeedbackBytes(id, b)               // its stream: Subscribe (Lease + Manifest of each island it gains), Ack, Held, Keyframes
+//	bc.Feedback(id, msg)                  // the same, one parsed message
 //	for _, m := range changes { bc.Apply(m) } // Announce, Destroy, Lease, Manifest, Forget
 //	bc.Frames(frames)                     // one broadcast tick
 //	ctl, dgs = bc.Take(id, ctl[:0], dgs[:0]) // write ctl to the stream, send dgs as datagrams
@@ -35,6 +36,9 @@
 //     each group of observers (same cap, same subscription) costs one
 //     encoding per Frames call.
 //   - Every table is capped (observers, islands, identities, acks).
+//   - Reading an observer's feedback with FeedbackBytes — acknowledgements,
+//     held baselines, keyframe requests, and the window advances they
+//     start — allocates nothing in steady state.
 //
 // # Limits
 //

@@ -190,7 +190,7 @@ func (b *Broadcaster) v2Encoder(maxDatagram int) *codec.V2Encoder {
 // window advances, acknowledged frames, and — past advanceAt acknowledged
 // tables — a new window advance keeping the newest, queued to it.
 func (b *Broadcaster) held(o *observer, m codec.Held) {
-	var adv []codec.WindowEntry
+	adv := b.adv[:0]
 	for _, e := range m.Entries {
 		oi := o.v2[e.Island]
 		if oi == nil {
@@ -211,8 +211,13 @@ func (b *Broadcaster) held(o *observer, m codec.Held) {
 			}
 		}
 	}
+	b.adv = adv
 	if len(adv) > 0 {
-		b.queue(o, codec.Windows{Entries: adv})
+		// Appended here, not through queue: a message passed as an
+		// interface to a method called through it escapes to the heap.
+		n := len(o.ctl)
+		o.ctl = codec.Windows{Entries: adv}.Append(o.ctl)
+		b.stats.ControlBytes += uint64(len(o.ctl) - n)
 	}
 }
 

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/islandsync/islandsync/island"
 )
@@ -137,6 +138,42 @@ type Message interface {
 	Size() int
 	// Append appends the encoded message to b.
 	Append(b []byte) []byte
+}
+
+// TypeOf returns m.Type() — zero for a nil message or a type not of this
+// package — without calling through the interface, so that a function
+// handed a message need not make it escape to the heap: a message boxed on
+// the stack stays there.
+func TypeOf(m Message) MessageType {
+	switch m.(type) {
+	case Welcome:
+		return TypeWelcome
+	case Announce:
+		return TypeAnnounce
+	case Destroy:
+		return TypeDestroy
+	case Lease:
+		return TypeLease
+	case Manifest:
+		return TypeManifest
+	case Forget:
+		return TypeForget
+	case Cut:
+		return TypeCut
+	case Physics:
+		return TypePhysics
+	case Subscribe:
+		return TypeSubscribe
+	case Ack:
+		return TypeAck
+	case Windows:
+		return TypeWindows
+	case Held:
+		return TypeHeld
+	case Keyframes:
+		return TypeKeyframes
+	}
+	return 0
 }
 
 // Welcome is the first message the authority sends on a connection.
@@ -415,56 +452,179 @@ func ControlLength(b []byte, lim *ControlLimits) (int, error) {
 // from a count before it is checked against the bytes present. The encoding
 // is canonical: a message that parses re-encodes to the identical bytes.
 func ParseControl(b []byte, lim *ControlLimits) (Message, int, error) {
-	total, err := ControlLength(b, lim)
+	p, total, err := openControl(b, lim)
 	if err != nil {
 		return nil, 0, err
 	}
-	if len(b) < total {
-		return nil, 0, fail(ErrTruncated, len(b), "control body")
-	}
-	p := ctlParser{b: b[ControlHeaderSize:total], off: ControlHeaderSize}
-	var m Message
-	switch t := MessageType(b[4]); t {
-	case TypeWelcome:
-		m, err = p.welcome()
-	case TypeAnnounce:
-		var a Announce
-		a.Time, a.IDs, err = p.idList(lim.MaxIDs)
-		m = a
-	case TypeDestroy:
-		var d Destroy
-		d.Time, d.IDs, err = p.idList(lim.MaxIDs)
-		m = d
-	case TypeLease:
-		m, err = p.lease()
-	case TypeManifest:
-		m, err = p.manifest(lim.MaxMembers)
-	case TypeForget:
-		m, err = p.forget()
-	case TypeCut:
-		m, err = p.cut()
-	case TypeSubscribe:
-		m, err = p.subscribe(lim.MaxIslands)
-	case TypeAck:
-		m, err = p.ack(lim.MaxIslands)
-	case TypeWindows:
-		m, err = p.windows(lim.MaxIslands)
-	case TypeHeld:
-		m, err = p.held(lim.MaxIslands)
-	case TypeKeyframes:
-		m, err = p.keyframes(lim.MaxIslands)
-	case TypePhysics:
-		m, err = p.physics(lim.MaxMembers, lim.MaxJoints, lim.MaxSegments)
-	default:
-		return nil, 0, fail(ErrUnknownType, 4, "control type")
+	m, err := p.message(MessageType(b[4]), lim)
+	if err == nil {
+		err = p.end()
 	}
 	if err != nil {
 		return nil, 0, err
-	}
-	if len(p.b) != 0 {
-		return nil, 0, fail(ErrMalformed, p.off, "control trailing bytes")
 	}
 	return m, total, nil
+}
+
+// openControl checks a message's envelope and returns a parser over its
+// body and the message's whole length.
+func openControl(b []byte, lim *ControlLimits) (ctlParser, int, error) {
+	total, err := ControlLength(b, lim)
+	if err != nil {
+		return ctlParser{}, 0, err
+	}
+	if len(b) < total {
+		return ctlParser{}, 0, fail(ErrTruncated, len(b), "control body")
+	}
+	return ctlParser{b: b[ControlHeaderSize:total], off: ControlHeaderSize}, total, nil
+}
+
+// message parses a body of type t into fresh storage.
+func (p *ctlParser) message(t MessageType, lim *ControlLimits) (Message, error) {
+	switch t {
+	case TypeWelcome:
+		return p.welcome()
+	case TypeAnnounce:
+		var a Announce
+		var err error
+		a.Time, a.IDs, err = p.idList(lim.MaxIDs)
+		return a, err
+	case TypeDestroy:
+		var d Destroy
+		var err error
+		d.Time, d.IDs, err = p.idList(lim.MaxIDs)
+		return d, err
+	case TypeLease:
+		return p.lease()
+	case TypeManifest:
+		return p.manifest(lim.MaxMembers)
+	case TypeForget:
+		return p.forget()
+	case TypeCut:
+		return p.cut()
+	case TypeSubscribe:
+		return p.subscribe(lim.MaxIslands)
+	case TypeAck:
+		return p.ack(lim.MaxIslands, nil)
+	case TypeWindows:
+		return p.windows(lim.MaxIslands, nil)
+	case TypeHeld:
+		return p.held(lim.MaxIslands, nil)
+	case TypeKeyframes:
+		return p.keyframes(lim.MaxIslands, nil)
+	case TypePhysics:
+		return p.physics(lim.MaxMembers, lim.MaxJoints, lim.MaxSegments)
+	}
+	return nil, fail(ErrUnknownType, 4, "control type")
+}
+
+// end refuses bytes left after a message's last field.
+func (p *ctlParser) end() error {
+	if len(p.b) != 0 {
+		return fail(ErrMalformed, p.off, "control trailing bytes")
+	}
+	return nil
+}
+
+// ControlDecoder reads control messages as ParseControl does, but decodes
+// the ones that flow all the time — Windows from the authority; Held,
+// Keyframes and Ack from every observer, several times a second — into
+// storage it keeps and reuses, so that once that storage has grown, reading
+// them allocates nothing. Their slices are therefore valid only until the
+// next Decode. Every other message is decoded into fresh storage the caller
+// may keep. The storage is bounded by the limits: it never holds more than
+// the largest message they let through.
+//
+// Decode reads one message and returns its type; Message returns the
+// message. A decoder is not safe for concurrent use.
+type ControlDecoder struct {
+	lim       ControlLimits
+	t         MessageType
+	windows   Windows
+	held      Held
+	keyframes Keyframes
+	ack       Ack
+	other     Message // any other type
+}
+
+// NewControlDecoder returns a decoder that reads under lim (zero fields
+// take their defaults).
+func NewControlDecoder(lim ControlLimits) *ControlDecoder {
+	return &ControlDecoder{lim: lim.WithDefaults()}
+}
+
+// Decode reads one whole control message from the start of b. It returns
+// its type and the bytes it took, or the errors ParseControl returns; on
+// an error the message the decoder held before is gone.
+func (d *ControlDecoder) Decode(b []byte) (MessageType, int, error) {
+	d.t, d.other = 0, nil
+	p, total, err := openControl(b, &d.lim)
+	if err != nil {
+		return 0, 0, err
+	}
+	t := MessageType(b[4])
+	switch t {
+	case TypeWindows:
+		var m Windows
+		if m, err = p.windows(d.lim.MaxIslands, d.windows.Entries); err == nil {
+			d.windows = m
+		}
+	case TypeHeld:
+		var m Held
+		if m, err = p.held(d.lim.MaxIslands, d.held.Entries); err == nil {
+			d.held = m
+		}
+	case TypeKeyframes:
+		var m Keyframes
+		if m, err = p.keyframes(d.lim.MaxIslands, d.keyframes.Islands); err == nil {
+			d.keyframes = m
+		}
+	case TypeAck:
+		var m Ack
+		if m, err = p.ack(d.lim.MaxIslands, d.ack.Entries); err == nil {
+			d.ack = m
+		}
+	default:
+		d.other, err = p.message(t, &d.lim)
+	}
+	if err == nil {
+		err = p.end()
+	}
+	if err != nil {
+		d.other = nil
+		return 0, 0, err
+	}
+	d.t = t
+	return t, total, nil
+}
+
+// Message returns the message the last Decode read, or nil when that
+// Decode failed. The slices of a Windows, Held, Keyframes or Ack are the
+// decoder's, valid until the next Decode. Message is small enough to be
+// inlined, so the interface box of those four stays on the caller's stack
+// unless the caller lets the message escape (Receiver.ControlBytes and
+// Broadcaster.FeedbackBytes do not).
+func (d *ControlDecoder) Message() Message {
+	switch d.t {
+	case TypeWindows:
+		return d.windows
+	case TypeHeld:
+		return d.held
+	case TypeKeyframes:
+		return d.keyframes
+	case TypeAck:
+		return d.ack
+	}
+	return d.other
+}
+
+// reuse returns dst resized to n, with fresh storage when dst is nil (so
+// that a message parsed for keeping never shares storage).
+func reuse[T any](dst []T, n int) []T {
+	if dst == nil {
+		return make([]T, n)
+	}
+	return slices.Grow(dst[:0], n)[:n]
 }
 
 // ctlParser reads fields from a message body; off is the offset of b[0] in
@@ -635,12 +795,12 @@ func (p *ctlParser) subscribe(max int) (Subscribe, error) {
 	return s, nil
 }
 
-func (p *ctlParser) ack(max int) (Ack, error) {
+func (p *ctlParser) ack(max int, dst []AckEntry) (Ack, error) {
 	n, err := p.count(ackEntrySize, max, "ack count")
 	if err != nil {
 		return Ack{}, err
 	}
-	a := Ack{Entries: make([]AckEntry, n)}
+	a := Ack{Entries: reuse(dst, n)}
 	for i := range a.Entries {
 		e := &a.Entries[i]
 		at := p.off
@@ -662,12 +822,12 @@ func ascending(prev *uint32, have *bool, isl uint32, at int, field string) error
 	return nil
 }
 
-func (p *ctlParser) windows(max int) (Windows, error) {
+func (p *ctlParser) windows(max int, dst []WindowEntry) (Windows, error) {
 	n, err := p.count(windowEntry, max, "window count")
 	if err != nil {
 		return Windows{}, err
 	}
-	m := Windows{Entries: make([]WindowEntry, n)}
+	m := Windows{Entries: reuse(dst, n)}
 	var prev uint32
 	var have bool
 	for i := range m.Entries {
@@ -681,12 +841,12 @@ func (p *ctlParser) windows(max int) (Windows, error) {
 	return m, nil
 }
 
-func (p *ctlParser) held(max int) (Held, error) {
+func (p *ctlParser) held(max int, dst []HeldEntry) (Held, error) {
 	n, err := p.count(heldEntry, max, "held count")
 	if err != nil {
 		return Held{}, err
 	}
-	m := Held{Entries: make([]HeldEntry, n)}
+	m := Held{Entries: reuse(dst, n)}
 	var prev uint32
 	var have bool
 	for i := range m.Entries {
@@ -700,12 +860,12 @@ func (p *ctlParser) held(max int) (Held, error) {
 	return m, nil
 }
 
-func (p *ctlParser) keyframes(max int) (Keyframes, error) {
+func (p *ctlParser) keyframes(max int, dst []uint32) (Keyframes, error) {
 	n, err := p.count(4, max, "keyframe count")
 	if err != nil {
 		return Keyframes{}, err
 	}
-	m := Keyframes{Islands: make([]uint32, n)}
+	m := Keyframes{Islands: reuse(dst, n)}
 	var prev uint32
 	var have bool
 	for i := range m.Islands {

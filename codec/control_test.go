@@ -185,6 +185,14 @@ func TestControlRejects(t *testing.T) {
 			if !errors.Is(err, c.want) || m != nil || n != 0 {
 				t.Fatalf("m=%v n=%d err=%v, want %v", m, n, err, c.want)
 			}
+			d := NewControlDecoder(lim)
+			if _, _, err := d.Decode(Windows{Entries: []WindowEntry{{Island: 1}}}.Append(nil)); err != nil {
+				t.Fatal(err)
+			}
+			typ, n, err := d.Decode(c.b)
+			if !errors.Is(err, c.want) || typ != 0 || n != 0 || d.Message() != nil {
+				t.Fatalf("decoder: type=%v n=%d err=%v message=%v, want %v", typ, n, err, d.Message(), c.want)
+			}
 		})
 	}
 }
@@ -215,9 +223,75 @@ func TestControlStream(t *testing.T) {
 	}
 }
 
+// TestControlDecoder: one decoder reads the whole stream of control cases
+// twice — the second time into the storage the first pass grew — and every
+// message equals what ParseControl reads; a shorter message after a longer
+// one of the same type holds exactly its own entries.
+func TestControlDecoder(t *testing.T) {
+	var stream []byte
+	for _, c := range controlCases() {
+		stream = c.msg.Append(stream)
+	}
+	d := NewControlDecoder(ControlLimits{})
+	for pass := range 2 {
+		i := 0
+		for b := stream; len(b) > 0; i++ {
+			typ, n, err := d.Decode(b)
+			want := controlCases()[i].msg
+			if err != nil || n != want.Size() || typ != want.Type() || TypeOf(d.Message()) != typ {
+				t.Fatalf("pass %d message %d: type=%v n=%d err=%v", pass, i, typ, n, err)
+			}
+			if !reflect.DeepEqual(d.Message(), want) {
+				t.Fatalf("pass %d message %d: got %#v want %#v", pass, i, d.Message(), want)
+			}
+			b = b[n:]
+		}
+	}
+	long := Held{Entries: []HeldEntry{{Island: 1, Newest: 9}, {Island: 2, Newest: 8}, {Island: 3, Newest: 7}}}
+	short := Held{Entries: []HeldEntry{{Island: 5, Newest: 1}}}
+	for _, m := range []Held{long, short} {
+		if _, _, err := d.Decode(m.Append(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Message(); !reflect.DeepEqual(got, m) {
+			t.Fatalf("got %#v want %#v", got, m)
+		}
+	}
+	if TypeOf(nil) != 0 {
+		t.Fatal("TypeOf(nil) is a type")
+	}
+}
+
+// TestControlDecoderAllocs: once its storage has grown, the decoder reads
+// the messages that flow all the time without allocating.
+func TestControlDecoderAllocs(t *testing.T) {
+	var stream []byte
+	for _, c := range controlCases() {
+		switch c.msg.Type() {
+		case TypeWindows, TypeHeld, TypeKeyframes, TypeAck:
+			stream = c.msg.Append(stream)
+		}
+	}
+	d := NewControlDecoder(ControlLimits{})
+	read := func() {
+		for b := stream; len(b) > 0; {
+			_, n, err := d.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = b[n:]
+		}
+	}
+	read()
+	if a := testing.AllocsPerRun(100, read); a != 0 {
+		t.Fatalf("%v allocations per stream of %d bytes", a, len(stream))
+	}
+}
+
 // FuzzParseControl: any input parses or fails with a typed error; a parsed
 // message re-encodes to exactly the bytes it consumed, and what it holds
-// respects the limits.
+// respects the limits. A ControlDecoder kept across inputs — its storage
+// reused — reads every input exactly as ParseControl does.
 func FuzzParseControl(f *testing.F) {
 	for _, c := range controlCases() {
 		f.Add(c.msg.Append(nil))
@@ -229,8 +303,13 @@ func FuzzParseControl(f *testing.F) {
 		}
 	}
 	lim := ControlLimits{MaxMessage: 4096, MaxIDs: 64, MaxMembers: 64, MaxIslands: 64}.WithDefaults()
+	d := NewControlDecoder(lim)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, n, err := ParseControl(b, &lim)
+		typ, dn, derr := d.Decode(b)
+		if fmt.Sprint(err) != fmt.Sprint(derr) || dn != n || !reflect.DeepEqual(d.Message(), m) || (err == nil && typ != m.Type()) {
+			t.Fatalf("decoder: type=%v n=%d err=%v; ParseControl: n=%d err=%v", typ, dn, derr, n, err)
+		}
 		if err != nil {
 			if m != nil || n != 0 || !isCodecError(err) {
 				t.Fatalf("m=%v n=%d err=%v", m, n, err)

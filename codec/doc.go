@@ -54,10 +54,16 @@
 // the same style: each message type implements Message (Type, Size,
 // Append), and ParseControl reads one message under ControlLimits. A stream
 // reader calls ControlLength on the first bytes to learn how many to wait
-// for; the cap is checked before anything is buffered.
+// for; the cap is checked before anything is buffered. A ControlDecoder
+// reads the same messages, decoding the ones that flow all the time
+// (Windows, Held, Keyframes, Ack) into storage it reuses: reading them
+// allocates nothing once it has grown, and their slices last until the next
+// Decode. TypeOf gives a message's type without calling through the
+// interface, so that a function handed a message need not make it escape.
 //
 //	b = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(b)
 //	msg, n, err := codec.ParseControl(b, &lim) // msg.(codec.Lease)
+//	typ, n, err := dec.Decode(b)               // dec.Message().(codec.Lease)
 //
 // # Guarantees
 //

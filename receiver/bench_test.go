@@ -169,16 +169,10 @@ func record(b testing.TB, scene string, snaps, wire int) *recording {
 // play feeds steps [from, to) of the recording into rx: control, then
 // datagrams, then a render when asked for and the step carried datagrams.
 func (rec *recording) play(rx *Receiver, from, to int, render bool) {
-	lim := codec.ControlLimits{}.WithDefaults()
 	for i := from; i < to; i++ {
 		now := rec.now[i]
-		for c := rec.ctl[i]; len(c) > 0; {
-			m, n, err := codec.ParseControl(c, &lim)
-			if err != nil {
-				panic(err) // the recording is the authority's own output
-			}
-			_ = rx.Control(now, m)
-			c = c[n:]
+		if _, err := rx.ControlBytes(now, rec.ctl[i]); err != nil {
+			panic(err) // the recording is the authority's own output
 		}
 		for _, d := range rec.dgs[i] {
 			rx.Datagram(now, d)

@@ -9,7 +9,7 @@
 // a monotonic clock; read whole islands out once per render tick:
 //
 //	rx, _ := receiver.New(receiver.Config{})
-//	// control stream, in order:   rx.Control(now, msg) (msg from codec.ParseControl)
+//	// control stream, in order:   n, err := rx.ControlBytes(now, b) (or rx.Control(now, msg))
 //	// each datagram:              rx.Datagram(now, b)
 //	// each render tick:
 //	for _, v := range rx.Render(now) {
@@ -68,9 +68,12 @@
 // Every table is capped through Config (identities, tombstones, leases,
 // manifests, pending fragments and bytes, histories). Bad datagrams are
 // counted in Stats, never returned; Stats.Rejects names every reason as
-// "stage:reason". Render's views are valid until the next Render. Datagram
-// and Render allocate nothing in steady state, except what cp allocates for
-// bodies in contact while a local simulation steps them. Nothing
+// "stage:reason". Render's views are valid until the next Render.
+// Datagram, Render, Feedback and ControlBytes (window advances; messages
+// that change what is live, such as a Manifest, allocate what they keep)
+// allocate nothing in steady state, except what cp allocates for bodies in
+// contact while a local simulation steps them; Control with a message from
+// codec.ParseControl costs that message's allocations. Nothing
 // here starts a goroutine, reads a clock or does I/O; a Receiver is not safe
 // for concurrent use.
 package receiver

@@ -23,7 +23,6 @@ func Example() {
 
 	// The engine side.
 	rx, _ := receiver.New(receiver.Config{})
-	lim := codec.ControlLimits{}.WithDefaults()
 	pose := map[uint64][2]float64{} // the engine's bodies, by stable id
 	for step := int64(1); step <= 120; step++ {
 		now := step * 1_000_000 / 60 // µs, the engine's monotonic clock
@@ -33,13 +32,8 @@ func Example() {
 		}
 		bc.Frames(frames)
 		ctl, dgs = bc.Take(1, ctl[:0], dgs[:0])
-		for b := ctl; len(b) > 0; { // the reliable control stream, in order
-			m, n, err := codec.ParseControl(b, &lim)
-			if err != nil {
-				break
-			}
-			_ = rx.Control(now, m)
-			b = b[n:]
+		if _, err := rx.ControlBytes(now, ctl); err != nil { // the reliable control stream, in order
+			panic(err) // the authority broke the protocol: drop the connection
 		}
 		for _, d := range dgs {
 			rx.Datagram(now, d.Bytes)

@@ -17,7 +17,7 @@ import (
 // Config sets every stage's caps. The zero value means every default.
 type Config struct {
 	Codec     codec.Config        // datagram and frame caps
-	Control   codec.ControlLimits // control message caps (for callers that parse with ParseControl)
+	Control   codec.ControlLimits // control message caps: ControlBytes reads under them (and callers that parse with ParseControl should)
 	Assembler assembler.Config    // reassembly TTL and caps
 	Validator validator.Config    // lease and manifest table caps
 	Store     store.Config        // history, extrapolation cap, smoothing
@@ -89,6 +89,7 @@ type Receiver struct {
 	cfg   Config
 	dec   *codec.Decoder
 	dec2  *codec.V2Decoder
+	cdec  *codec.ControlDecoder // ControlBytes' decoder, under cfg.Control
 	asm   *assembler.Assembler
 	reg   *validator.Registry
 	val   *validator.Validator
@@ -147,7 +148,7 @@ func New(cfg Config) (*Receiver, error) {
 	}
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
-	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
+	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, cdec: codec.NewControlDecoder(cfg.Control), asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
 		acks: make(map[uint32]*ackState), v2: make(map[uint32]*v2Island), parity: make(map[parityKey]*parityFrame, maxParityFrames)}
 	r.clock = store.NewClock(cfg.Clock)
 	if r.cfg.MaxSimBodies <= 0 {
@@ -188,12 +189,42 @@ func (r *Receiver) resetControl() {
 // It returns an error wrapping ErrNoWelcome, ErrDirection or ErrRefused; the
 // message then changed nothing else and is counted under Stats.Control.
 func (r *Receiver) Control(now int64, m codec.Message) error {
-	err := r.control(now, m)
-	r.stats.Control.count(m.Type(), err)
+	t, err := r.control(now, m)
+	r.stats.Control.count(t, err)
 	return err
 }
 
-func (r *Receiver) control(now int64, m codec.Message) error {
+// ControlBytes applies the control messages in b, back to back as read
+// from the control stream, in order, as Control does; a refused message is
+// counted and the next one applied. It stops at bytes that are no whole
+// message and returns the bytes it applied and that parse error: one
+// wrapping codec.ErrTruncated means b ends inside a message (keep the rest
+// and read more); any other means the authority broke the protocol.
+//
+// The window advances the authority sends all the time are decoded into
+// storage the receiver reuses, so that applying them allocates nothing.
+func (r *Receiver) ControlBytes(now int64, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		_, size, err := r.cdec.Decode(b[n:])
+		if err != nil {
+			return n, err
+		}
+		_ = r.Control(now, r.cdec.Message()) // boxed on the stack: Control keeps no message
+		n += size
+	}
+	return n, nil
+}
+
+// control applies m and returns its type. It finds the type with
+// codec.TypeOf, never by calling m.Type: a call through the interface would
+// make every message passed to Control escape to the heap.
+func (r *Receiver) control(now int64, m codec.Message) (codec.MessageType, error) {
+	t := codec.TypeOf(m)
+	return t, r.apply(now, t, m)
+}
+
+func (r *Receiver) apply(now int64, t codec.MessageType, m codec.Message) error {
 	if w, ok := m.(codec.Welcome); ok {
 		newTimeline := !r.welcomed || w.Timeline != r.welcome.Timeline
 		r.welcomed, r.welcome = true, w
@@ -223,7 +254,7 @@ func (r *Receiver) control(now int64, m codec.Message) error {
 		}
 		return nil
 	}
-	if !m.Type().FromServer() {
+	if !t.FromServer() {
 		return ErrDirection
 	}
 	if !r.welcomed {

@@ -280,3 +280,41 @@ func TestMissingAndCut(t *testing.T) {
 		t.Fatalf("past the cut island 7 is %v", views[0].Mode)
 	}
 }
+
+// TestControlBytes: a run of messages applies in order as Control applies
+// them — a refused one counted, the next applied; it stops at bytes that
+// are no whole message and says how much it applied; and applying a window
+// advance from bytes allocates nothing.
+func TestControlBytes(t *testing.T) {
+	rx, _ := New(Config{})
+	var b []byte
+	for _, m := range []codec.Message{welcome, codec.Announce{IDs: ids}, codec.Subscribe{All: true}, lease, manifest} {
+		b = m.Append(b)
+	}
+	whole := len(b)
+	win := codec.Windows{Entries: []codec.WindowEntry{{Island: 7, Gen: 1, Keep: 3}}}.Append(nil)
+	n, err := rx.ControlBytes(0, append(b, win[:6]...))
+	if n != whole || !errors.Is(err, codec.ErrTruncated) {
+		t.Fatalf("truncated tail: applied %d of %d, %v", n, whole, err)
+	}
+	st := rx.Stats().Control
+	if st.Direction != 1 || st.Applied[codec.TypeWelcome] != 1 || st.Applied[codec.TypeAnnounce] != 1 ||
+		st.Applied[codec.TypeLease] != 1 || st.Applied[codec.TypeManifest] != 1 {
+		t.Fatalf("control stats %+v", st)
+	}
+	if n, err := rx.ControlBytes(0, []byte{1, 0, 0, 0, 0x7f}); n != 0 || !errors.Is(err, codec.ErrUnknownType) {
+		t.Fatalf("unknown type: applied %d, %v", n, err)
+	}
+	apply := func() {
+		if n, err := rx.ControlBytes(0, win); n != len(win) || err != nil {
+			t.Fatalf("window advance: applied %d, %v", n, err)
+		}
+	}
+	apply()
+	if a := testing.AllocsPerRun(100, apply); a != 0 {
+		t.Fatalf("%v allocations per window advance", a)
+	}
+	if got := rx.Stats().Control.Applied[codec.TypeWindows]; got != 102 {
+		t.Fatalf("%d window advances applied", got)
+	}
+}

@@ -16,7 +16,6 @@ type pipeline struct {
 	rep     *physics.Replica
 	ids     []island.MemberID
 	poses   []island.State
-	lim     codec.ControlLimits
 	truth   *truth    // where the server had the bodies; nil: no position errors
 	posErrs []float64 // every shown body's distance from the server's pose at the view's time
 	cuts    bool      // a view showed a segment cut this tick
@@ -25,19 +24,15 @@ type pipeline struct {
 }
 
 func newPipeline(w *physics.World, rx *receiver.Receiver) *pipeline {
-	return &pipeline{rx: rx, rep: physics.NewReplica(w), lim: codec.ControlLimits{}.WithDefaults()}
+	return &pipeline{rx: rx, rep: physics.NewReplica(w)}
 }
 
 // control applies a run of control messages, as read from the stream.
 func (p *pipeline) control(now int64, b []byte) {
-	for len(b) > 0 {
-		m, n, err := codec.ParseControl(b, &p.lim)
-		if err != nil {
-			p.ctlErrs++
-			return
-		}
-		_ = p.rx.Control(now, m) // refusals are counted in the receiver's stats
-		b = b[n:]
+	// Refusals are counted in the receiver's stats; bytes that do not parse
+	// end the run.
+	if _, err := p.rx.ControlBytes(now, b); err != nil {
+		p.ctlErrs++
 	}
 }
 

@@ -243,7 +243,6 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 	}
 	var ctlQueue, fbQueue []pendingCtl
 	var ctlBuf, fbBuf []byte
-	lim := codec.ControlLimits{}.WithDefaults()
 	nextFeedback := int64(0)
 	var dgs []broadcast.Datagram
 
@@ -293,14 +292,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 			}
 		}
 		for len(fbQueue) > 0 && fbQueue[0].due <= now {
-			for b := fbQueue[0].b; len(b) > 0; {
-				m, n, err := codec.ParseControl(b, &lim)
-				if err != nil {
-					break
-				}
-				_ = bc.Feedback(observer, m)
-				b = b[n:]
-			}
+			_, _ = bc.FeedbackBytes(observer, fbQueue[0].b) // the receiver's own output
 			fbQueue = fbQueue[1:]
 		}
 		out = link.Deliver(now, out[:0])
