@@ -2,6 +2,7 @@ package baseline
 
 import (
 	"errors"
+	"math/bits"
 	"slices"
 
 	"github.com/islandsync/islandsync/island"
@@ -327,6 +328,26 @@ func (s *Sender) Ack(gen, id uint32) {
 			s.acked = slices.Insert(s.acked, i, t)
 			return
 		}
+	}
+}
+
+// AckHeld records the acknowledgements one report of held baselines
+// carries: newest, and newest−1−i for every bit i of prior — exactly as
+// Ack of newest and then of each of those, newest first, would. Only the
+// tables not yet acknowledged cost a search, so a report that repeats what
+// the sender knows (most of them) is cheap.
+func (s *Sender) AckHeld(gen, newest, prior uint32) {
+	if gen != s.gen || s.advancing || len(s.acked) >= Slots {
+		return
+	}
+	want := uint64(prior)<<1 | 1 // bit d: table newest−d
+	for _, t := range s.acked {
+		if d := newest - t.ID; d <= 32 {
+			want &^= 1 << d
+		}
+	}
+	for ; want != 0; want &= want - 1 {
+		s.Ack(gen, newest-uint32(bits.TrailingZeros64(want)))
 	}
 }
 

@@ -199,12 +199,7 @@ func (b *Broadcaster) held(o *observer, m codec.Held) {
 		if g, ok := oi.snd.Advancing(); ok && e.Window == g {
 			oi.snd.Confirmed(g)
 		}
-		oi.snd.Ack(e.Window, e.Newest)
-		for i := uint32(0); i < 32; i++ {
-			if e.Prior&(1<<i) != 0 {
-				oi.snd.Ack(e.Window, e.Newest-1-i)
-			}
-		}
+		oi.snd.AckHeld(e.Window, e.Newest, e.Prior)
 		if n, newest := oi.snd.Acked(); n >= advanceAt {
 			if ctl, ok := oi.snd.Advance(newest); ok {
 				adv = append(adv, codec.WindowEntry{Island: e.Island, Gen: ctl.Gen, Keep: newest})

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -235,4 +236,41 @@ func replayRender(b *testing.B, rec *recording, render bool) {
 		b.Fatal("nothing committed after the warm-up")
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(bodies), "ns/body")
+}
+
+// BenchmarkFeedback is the authority reading one observer's feedback in the
+// boxes scene (Held for each of its few hundred islands, Ack, now and then
+// Keyframes), message by message with codec.ParseControl and
+// Broadcaster.Feedback, and as stream bytes with Broadcaster.FeedbackBytes.
+func BenchmarkFeedback(b *testing.B) {
+	l := newLoop(b, "boxes", 2)
+	for range 200 {
+		l.step(nil)
+	}
+	fb := slices.Clone(l.fb)
+	b.Run("read=ParseControl", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(fb)))
+		for b.Loop() {
+			for p := fb; len(p) > 0; {
+				m, n, err := codec.ParseControl(p, &l.lim)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.bc.Feedback(1, m); err != nil {
+					b.Fatal(err)
+				}
+				p = p[n:]
+			}
+		}
+	})
+	b.Run("read=FeedbackBytes", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(fb)))
+		for b.Loop() {
+			if n, err := l.bc.FeedbackBytes(1, fb); err != nil || n != len(fb) {
+				b.Fatal(n, err)
+			}
+		}
+	})
 }
