@@ -20,9 +20,12 @@
 //
 //   - MaxObservers connections; one control stream each (more streams are
 //     refused by QUIC's stream limit); a control stream must arrive within 5 s.
-//   - Control from an observer: 64 KiB per message; a parse error, an
-//     authority message or any datagram from an observer closes the
-//     connection with CodeProtocol. Other observers do not notice.
+//   - Control from an observer: 64 KiB per message, and at most 4 messages
+//     read ahead of the goroutine that applies them, in buffers that go
+//     round (reading an observer's feedback allocates nothing once they
+//     have grown); a parse error, an authority message or any datagram from
+//     an observer closes the connection with CodeProtocol, and what it sent
+//     after is ignored. Other observers do not notice.
 //   - Control to an observer: ControlBacklog bytes not yet written (an
 //     observer that never reads); past it, CodeBacklog.
 //   - Datagrams to an observer: DatagramQueue entries. A broadcast's

@@ -134,6 +134,11 @@ func TestGarbageIsDisconnected(t *testing.T) {
 	cases := map[string]func(conn *quic.Conn, st *quic.Stream){
 		"garbage bytes": func(_ *quic.Conn, st *quic.Stream) { _, _ = st.Write([]byte("GET / HTTP/1.1\r\n\r\n")) },
 		"huge length":   func(_ *quic.Conn, st *quic.Stream) { _, _ = st.Write([]byte{0xff, 0xff, 0xff, 0x7f, 0x10}) },
+		// Well framed, so the reader passes them on; Run finds them bad.
+		"malformed body": func(_ *quic.Conn, st *quic.Stream) {
+			_, _ = st.Write([]byte{6, 0, 0, 0, byte(codec.TypeSubscribe), 2, 0, 0, 0, 0}) // subscribe mode 2
+		},
+		"unknown type": func(_ *quic.Conn, st *quic.Stream) { _, _ = st.Write([]byte{2, 0, 0, 0, 0x7f, 0}) },
 		"wrong direction": func(_ *quic.Conn, st *quic.Stream) {
 			_, _ = st.Write(codec.Lease{Island: 1, Epoch: 9, Owner: 9}.Append(nil))
 		},

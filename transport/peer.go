@@ -22,6 +22,7 @@ type peer struct {
 	remote      net.Addr
 	maxDatagram int
 	m           *Metrics
+	broke       bool // Run's alone: the observer broke the protocol; its messages still queued are ignored
 
 	mu        sync.Mutex
 	ctl       []byte // control bytes not yet written

@@ -137,9 +137,16 @@ const (
 type event struct {
 	kind eventKind
 	p    *peer
-	msg  codec.Message
+	raw  []byte        // evMessage: one whole control message, unparsed
+	free chan<- []byte // evMessage: where raw goes back once applied
 	fn   func()
 }
+
+// readBuffers is how many control messages of one observer may be read
+// ahead of Run applying them; each buffer holds one message (at most the
+// 64 KiB cap), and buffers go round, so reading allocates nothing once
+// they have grown.
+const readBuffers = 4
 
 // Listen opens the UDP socket and prepares a server for src. Nothing is
 // served until Run.
@@ -269,8 +276,21 @@ func (s *Server) handle(ev event) {
 			s.log.Info("observer left", "observer", p.id, "remote", p.remote, "reason", p.closeReason())
 		}
 	case evMessage:
-		err := s.bc.Feedback(p.id, ev.msg)
-		if err != nil && !errors.Is(err, broadcast.ErrNoObserver) {
+		if p.broke {
+			ev.free <- ev.raw
+			return
+		}
+		_, err := s.bc.FeedbackBytes(p.id, ev.raw)
+		ev.free <- ev.raw // never blocks: the channel holds every buffer
+		switch r := codec.Reason(err); {
+		case err == nil || errors.Is(err, broadcast.ErrNoObserver):
+		case r != "":
+			p.broke = true
+			s.log.Warn("observer sent bad control bytes; closing", "observer", p.id, "err", err)
+			s.m.reject("control-" + r)
+			go p.close(CodeProtocol, "bad control message")
+		default:
+			p.broke = true
 			s.log.Warn("observer broke the protocol", "observer", p.id, "err", err)
 			s.m.reject("wrong-direction")
 			go p.close(CodeProtocol, "wrong-direction message")
@@ -325,8 +345,18 @@ func (s *Server) serve(ctx context.Context, id broadcast.ObserverID, conn *quic.
 		}
 	}()
 	rd := newControlReader(st, codec.ControlLimits{MaxMessage: 64 << 10})
+	free := make(chan []byte, readBuffers)
+	for range readBuffers {
+		free <- nil
+	}
 	for {
-		m, err := rd.next()
+		var buf []byte
+		select {
+		case buf = <-free:
+		case <-conn.Context().Done():
+			return
+		}
+		b, err := rd.nextRaw(buf)
 		if err != nil {
 			if r := codec.Reason(err); r != "" {
 				s.log.Warn("observer sent bad control bytes; closing", "observer", id, "err", err)
@@ -336,14 +366,16 @@ func (s *Server) serve(ctx context.Context, id broadcast.ObserverID, conn *quic.
 			p.close(CodeShutdown, "")
 			return
 		}
-		if m.Type().FromServer() {
-			s.log.Warn("observer sent an authority message; closing", "observer", id, "type", m.Type().String())
+		// The body is parsed where it is applied (Run); the direction is
+		// in the envelope already.
+		if t := codec.MessageType(b[4]); t.FromServer() {
+			s.log.Warn("observer sent an authority message; closing", "observer", id, "type", t.String())
 			s.m.reject("wrong-direction")
 			p.close(CodeProtocol, "wrong-direction message")
 			return
 		}
 		select {
-		case s.events <- event{kind: evMessage, p: p, msg: m}:
+		case s.events <- event{kind: evMessage, p: p, raw: b, free: free}:
 		case <-conn.Context().Done():
 			return
 		}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"io"
+	"slices"
 
 	"github.com/islandsync/islandsync/codec"
 )
@@ -22,24 +23,30 @@ func newControlReader(r io.Reader, lim codec.ControlLimits) *controlReader {
 // next returns the next message; a parse error (a typed codec error) means
 // the peer broke the protocol.
 func (c *controlReader) next() (codec.Message, error) {
-	if cap(c.buf) < codec.ControlHeaderSize {
-		c.buf = make([]byte, 0, 256)
-	}
-	c.buf = c.buf[:codec.ControlHeaderSize]
-	if _, err := io.ReadFull(c.r, c.buf[:codec.ControlHeaderSize]); err != nil {
-		return nil, err
-	}
-	n, err := codec.ControlLength(c.buf, &c.lim)
+	b, err := c.nextRaw(c.buf[:0])
 	if err != nil {
 		return nil, err
 	}
-	if cap(c.buf) < n {
-		c.buf = append(c.buf[:cap(c.buf)], make([]byte, n-cap(c.buf))...)
-	}
-	c.buf = c.buf[:n]
-	if _, err := io.ReadFull(c.r, c.buf[codec.ControlHeaderSize:]); err != nil {
+	c.buf = b
+	m, _, err := codec.ParseControl(b, &c.lim)
+	return m, err
+}
+
+// nextRaw reads the next whole message, envelope included, into buf's
+// storage (grown when too small) without parsing its body. Its length is
+// checked against the cap before any byte of the body is read.
+func (c *controlReader) nextRaw(buf []byte) ([]byte, error) {
+	buf = slices.Grow(buf[:0], max(codec.ControlHeaderSize, 256))[:codec.ControlHeaderSize]
+	if _, err := io.ReadFull(c.r, buf); err != nil {
 		return nil, err
 	}
-	m, _, err := codec.ParseControl(c.buf, &c.lim)
-	return m, err
+	n, err := codec.ControlLength(buf, &c.lim)
+	if err != nil {
+		return nil, err
+	}
+	buf = slices.Grow(buf, n-len(buf))[:n]
+	if _, err := io.ReadFull(c.r, buf[codec.ControlHeaderSize:]); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
