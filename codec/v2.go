@@ -479,7 +479,7 @@ func (e *V2Encoder) AddKey(f *V2Frame, window uint32) error {
 	}
 	pre := appendKeyFields(e.rec[:0], f.Sender, f.Key, f.Segment, window)
 	e.rec = pre
-	return e.emit(head(KindKey, f.Class, f.Flags), f, len(pre), 0, 0, 0)
+	return e.emit(head(KindKey, f.Class, f.Flags), f, 0, 0, 0)
 }
 
 // AddDelta adds f coded against ref (same stream, same members, same segment
@@ -550,7 +550,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 	pre = appendU(pre, uint64(ref.Window))
 	pre = appendU(pre, uint64(lag))
 	e.rec = pre
-	return e.emit(head(kind, f.Class, f.Flags), f, len(pre), ref.Window, lag, len(pre))
+	return e.emit(head(kind, f.Class, f.Flags), f, ref.Window, lag, len(pre))
 }
 
 func (e *V2Encoder) check(f *V2Frame) error {
@@ -600,18 +600,18 @@ func (e *V2Encoder) flushRun() {
 	e.lastIsl = r.last // the next record's island counts from the run's last
 }
 
-// emit writes the frame whose frame-level fields are e.rec[:pre] and whose
+// emit writes the frame whose frame-level fields are in e.rec and whose
 // member encodings are in e.scratch (ends in e.members): whole, with a
 // 32-bit digest, when it fits a datagram; else cut into fragments at member
 // boundaries, each with the whole frame's 64-bit digest.
-func (e *V2Encoder) emit(h byte, f *V2Frame, pre int, window, lag uint32, refLen int) error {
+func (e *V2Encoder) emit(h byte, f *V2Frame, window, lag uint32, refLen int) error {
 	d := f.Digest
 	if !f.Digested {
 		d = e.digest(f)
 	}
 	n := len(f.Members)
 	e.rec = appendU(e.rec, uint64(n))
-	pre = len(e.rec)
+	pre := len(e.rec)
 	whole := pre + 4 + bitmapLen(h, n) + len(e.scratch)
 	max := e.cfg.MaxDatagram - V2HeaderSize - 1 - uvarintLen(uint64(f.Key.Island))
 	if RecordKind(h&headKind) == KindGapDelta && (whole > max || 1+uvarintLen(uint64(f.Key.Island-e.lastIsl))+whole > e.room()) {

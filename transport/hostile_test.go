@@ -275,7 +275,7 @@ func TestReconnectAndRestart(t *testing.T) {
 
 	stop()
 	<-done
-	srv, stop, done = start(addr, 7) // the same timeline: a reconnect
+	_, stop, done = start(addr, 7) // the same timeline: a reconnect
 	base := cur.Load().committed
 	waitFor(t, "a reconnect", func() bool { s := cur.Load(); return s.reconnects == 1 && s.committed > base+10 })
 	if s := cur.Load(); s.timelines != 1 {

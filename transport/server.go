@@ -142,12 +142,6 @@ type event struct {
 	fn   func()
 }
 
-// readBuffers is how many control messages of one observer may be read
-// ahead of Run applying them; each buffer holds one message (at most the
-// 64 KiB cap), and buffers go round, so reading allocates nothing once
-// they have grown.
-const readBuffers = 4
-
 // Listen opens the UDP socket and prepares a server for src. Nothing is
 // served until Run.
 func Listen(src Source, cfg ServerConfig) (*Server, error) {
@@ -345,18 +339,8 @@ func (s *Server) serve(ctx context.Context, id broadcast.ObserverID, conn *quic.
 		}
 	}()
 	rd := newControlReader(st, codec.ControlLimits{MaxMessage: 64 << 10})
-	free := make(chan []byte, readBuffers)
-	for range readBuffers {
-		free <- nil
-	}
 	for {
-		var buf []byte
-		select {
-		case buf = <-free:
-		case <-conn.Context().Done():
-			return
-		}
-		b, err := rd.nextRaw(buf)
+		b, err := rd.take(conn.Context().Done())
 		if err != nil {
 			if r := codec.Reason(err); r != "" {
 				s.log.Warn("observer sent bad control bytes; closing", "observer", id, "err", err)
@@ -375,7 +359,7 @@ func (s *Server) serve(ctx context.Context, id broadcast.ObserverID, conn *quic.
 			return
 		}
 		select {
-		case s.events <- event{kind: evMessage, p: p, raw: b, free: free}:
+		case s.events <- event{kind: evMessage, p: p, raw: b, free: rd.free}:
 		case <-conn.Context().Done():
 			return
 		}

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"io"
 	"slices"
 
@@ -11,25 +12,38 @@ import (
 // most one message (capped by the limits) at a time: the length field is
 // checked before any byte of the body is buffered.
 type controlReader struct {
-	r   io.Reader
-	lim codec.ControlLimits
-	buf []byte
+	r    io.Reader
+	lim  codec.ControlLimits
+	free chan []byte // take's buffers not in use; whoever applies one puts it back
 }
 
 func newControlReader(r io.Reader, lim codec.ControlLimits) *controlReader {
-	return &controlReader{r: r, lim: lim.WithDefaults()}
+	c := &controlReader{r: r, lim: lim.WithDefaults(), free: make(chan []byte, readBuffers)}
+	for range readBuffers {
+		c.free <- nil
+	}
+	return c
 }
 
-// next returns the next message; a parse error (a typed codec error) means
-// the peer broke the protocol.
-func (c *controlReader) next() (codec.Message, error) {
-	b, err := c.nextRaw(c.buf[:0])
-	if err != nil {
-		return nil, err
+// readBuffers is how many control messages of one connection may be read
+// ahead of the goroutine that applies them; each buffer holds one message
+// (at most the cap), and buffers go round, so reading allocates nothing
+// once they have grown.
+const readBuffers = 4
+
+// errStopped: take gave up waiting for a buffer.
+var errStopped = errors.New("transport: stopped")
+
+// take reads the next whole message, unparsed, into one of the reader's
+// buffers, waiting until one is put back on c.free; it returns errStopped
+// when done closes first.
+func (c *controlReader) take(done <-chan struct{}) ([]byte, error) {
+	select {
+	case buf := <-c.free:
+		return c.nextRaw(buf)
+	case <-done:
+		return nil, errStopped
 	}
-	c.buf = b
-	m, _, err := codec.ParseControl(b, &c.lim)
-	return m, err
 }
 
 // nextRaw reads the next whole message, envelope included, into buf's

@@ -129,9 +129,10 @@ func (w *Watcher) Run(ctx context.Context, onTick func(*Tick)) error {
 }
 
 type inbound struct {
-	msg codec.Message
-	dg  []byte
-	err error
+	raw  []byte        // one whole control message, unparsed
+	free chan<- []byte // where raw goes back once applied
+	dg   []byte
+	err  error
 }
 
 func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bool) error {
@@ -154,7 +155,10 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 	go func() {
 		rd := newControlReader(st, w.cfg.Receiver.Control)
 		for {
-			m, err := rd.next()
+			b, err := rd.take(conn.Context().Done())
+			if err == errStopped {
+				return
+			}
 			if err != nil {
 				if codec.Reason(err) != "" {
 					_ = conn.CloseWithError(CodeProtocol, "bad control message")
@@ -163,7 +167,7 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 				return
 			}
 			select {
-			case in <- inbound{msg: m}:
+			case in <- inbound{raw: b, free: rd.free}:
 			case <-conn.Context().Done():
 				return
 			}
@@ -198,9 +202,13 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 			switch {
 			case v.err != nil:
 				return v.err
-			case v.msg != nil:
-				if err := w.rx.Control(w.now(), v.msg); err != nil {
-					w.log.Debug("control refused", "type", v.msg.Type().String(), "err", err)
+			case v.raw != nil:
+				// Refusals are counted in the receiver's stats.
+				_, err := w.rx.ControlBytes(w.now(), v.raw)
+				v.free <- v.raw // never blocks: the channel holds every buffer
+				if err != nil {
+					_ = conn.CloseWithError(CodeProtocol, "bad control message")
+					return err
 				}
 			default:
 				w.rx.Datagram(w.now(), v.dg)
