@@ -9,8 +9,8 @@ import (
 )
 
 // controlReader reads whole control messages from a stream. It holds at
-// most one message (capped by the limits) at a time: the length field is
-// checked before any byte of the body is buffered.
+// most readBuffers messages (each capped by the limits) at a time: the
+// length field is checked before any byte of the body is buffered.
 type controlReader struct {
 	r    io.Reader
 	lim  codec.ControlLimits
