@@ -136,6 +136,7 @@ type Broadcaster struct {
 
 	cdec *codec.ControlDecoder // FeedbackBytes' decoder
 	adv  []codec.WindowEntry   // held's scratch: the window advances to queue
+	one  [1]*observer          // broadcastV2's scratch: the observer one encoding goes to
 }
 
 // Stats are the broadcaster's counters.

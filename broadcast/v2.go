@@ -77,14 +77,15 @@ func (b *Broadcaster) framesV2(frames []*island.Frame) {
 		}
 		return cmp.Compare(x.Key.Island, y.Key.Island)
 	})
-	for len(b.byTime) > 0 {
+	for rest := b.byTime; len(rest) > 0; {
 		n := 1
-		for n < len(b.byTime) && b.byTime[n].Time == b.byTime[0].Time {
+		for n < len(rest) && rest[n].Time == rest[0].Time {
 			n++
 		}
-		b.broadcastV2(b.byTime[:n])
-		b.byTime = b.byTime[n:]
+		b.broadcastV2(rest[:n])
+		rest = rest[n:]
 	}
+	clear(b.byTime) // keep no frame alive past the call
 }
 
 // broadcastV2 encodes frames of one authority time, ascending by island.
@@ -144,7 +145,8 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 			}
 			oi.snd.Sent(q.table)
 		}
-		b.share([]*observer{o}, enc.Datagrams(), func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
+		b.one[0] = o
+		b.share(b.one[:], enc.Datagrams(), func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
 	}
 }
 
