@@ -32,6 +32,18 @@ func AppendMember(b []byte, m *island.Member) []byte {
 // the member records a frame digest covers. It grows b once and converts
 // in place; the bits are those of quant.State.State.
 func AppendRestored(b []byte, ents []baseline.Entry, p quant.Precision) []byte {
+	return appendRestored(b, nil, nil, ents, p)
+}
+
+// AppendRestoredStates is AppendRestored that also writes member i's
+// identity and float state to ids[i] and states[i], from the one
+// conversion: what a validator takes. ids and states must be at least as
+// long as ents.
+func AppendRestoredStates(b []byte, ids []island.MemberID, states []island.State, ents []baseline.Entry, p quant.Precision) []byte {
+	return appendRestored(b, ids[:len(ents)], states[:len(ents)], ents, p)
+}
+
+func appendRestored(b []byte, ids []island.MemberID, states []island.State, ents []baseline.Entry, p quant.Precision) []byte {
 	n := len(b)
 	b = slices.Grow(b, len(ents)*MemberSize)[:n+len(ents)*MemberSize]
 	sc := p.Scales()
@@ -48,6 +60,9 @@ func AppendRestored(b []byte, ents []baseline.Entry, p quant.Precision) []byte {
 		binary.LittleEndian.PutUint64(w[36:], math.Float64bits(st.VX))
 		binary.LittleEndian.PutUint64(w[44:], math.Float64bits(st.VY))
 		binary.LittleEndian.PutUint64(w[52:], math.Float64bits(st.AngVel))
+		if states != nil {
+			ids[i], states[i] = e.ID, st
+		}
 	}
 	return b
 }

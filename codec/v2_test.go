@@ -1056,3 +1056,27 @@ func TestV2ResidualsFastWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendRestoredStates: the records are AppendRestored's, byte for
+// byte, and each member's identity and state are what its quantized state
+// restores to — after bytes already in the buffer.
+func TestAppendRestoredStates(t *testing.T) {
+	f := v2Frame(40, 37, 2, quant.Chain, 1.3)
+	p := quant.Chain.Precision()
+	want := AppendRestored([]byte("head"), f.Members, p)
+	ids := make([]island.MemberID, len(f.Members)+3)
+	states := make([]island.State, len(f.Members)+3)
+	got := AppendRestoredStates([]byte("head"), ids, states, f.Members, p)
+	if !bytes.Equal(got, want) {
+		t.Fatal("records differ from AppendRestored's")
+	}
+	sc := p.Scales()
+	for i, e := range f.Members {
+		if ids[i] != e.ID || states[i] != sc.State(e.Q) {
+			t.Fatalf("member %d: %v %+v", i, ids[i], states[i])
+		}
+	}
+	if ids[len(f.Members)] != (island.MemberID{}) || states[len(f.Members)] != (island.State{}) {
+		t.Fatal("wrote past the members")
+	}
+}

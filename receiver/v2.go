@@ -19,12 +19,22 @@ type v2Island struct {
 	have   bool   // newest and prior say something (in win's generation)
 	newest uint32 // newest frame sequence held
 	prior  uint32 // bit i: frame newest−1−i held too
-	// The quantized members of the frame being reassembled from fragments,
-	// so that the baseline is kept from the integers themselves.
-	stageKey island.Key
-	stage    []baseline.Entry
-	staged   int // members staged for stageKey (a part counted once)
-	parts    uint64
+	// The frame being reassembled from fragments; nil until the island's
+	// first fragment (most islands never have one, and this struct is
+	// visited for every island on every broadcast: kept small).
+	stage *v2Stage
+}
+
+// v2Stage is the frame an island is reassembling from fragments: its
+// quantized members, so that the baseline is kept from the integers
+// themselves, and their identities and float states, for the validator.
+type v2Stage struct {
+	key    island.Key
+	ents   []baseline.Entry
+	ids    []island.MemberID
+	states []island.State
+	staged int // members staged for key (a part counted once)
+	parts  uint64
 }
 
 // V2Stats counts what the wire-v2 path did.
@@ -191,41 +201,62 @@ func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info base
 		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
 		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest}
 	r.ents = ents
-	if rec.Fragments == 1 {
-		if !predicted {
-			r.raw = codec.AppendRestored(r.raw[:0], ents, pr)
-			if uint64(uint32(codec.Digest(&hdr, r.raw))) != rec.Digest {
-				r.stats.V2.Digest++
-				r.requestKey(info.Key.Island)
-				return
-			}
-		}
-		if r.commitRestored(now, &hdr, ents, pr) && s != nil {
-			r.keepBaseline(s, rec.Window, info, &r.ents)
-		}
+	if rec.Fragments != 1 {
+		r.v2Fragment(now, s, rec, info, ents, &hdr, pr)
 		return
 	}
-	r.raw = codec.AppendRestored(r.raw[:0], ents, pr)
-	staged := s != nil
-	if staged {
-		// Stage this part's integers until the frame completes.
-		if s.stageKey != info.Key || len(s.stage) != rec.Total {
-			s.stageKey, s.staged, s.parts = info.Key, 0, 0
-			s.stage = slices.Grow(s.stage[:0], rec.Total)[:rec.Total]
+	var ok bool
+	if predicted {
+		ok = r.commitRestored(now, &hdr, ents, pr)
+	} else {
+		r.ids, r.states = resize(r.ids, len(ents)), resize(r.states, len(ents))
+		r.raw = codec.AppendRestoredStates(r.raw[:0], r.ids, r.states, ents, pr)
+		if uint64(uint32(codec.Digest(&hdr, r.raw))) != rec.Digest {
+			r.stats.V2.Digest++
+			r.requestKey(info.Key.Island)
+			return
 		}
-		if bit := uint64(1) << (rec.Index % 64); s.parts&bit == 0 {
-			s.parts |= bit
-			s.staged += len(ents)
-		}
-		copy(s.stage[rec.First:], ents)
+		ok = r.commitStates(now, &hdr, r.ids, r.states)
 	}
-	o, f := r.asm.Push(now, &codec.Fragment{Header: hdr, Raw: r.raw})
+	if ok && s != nil {
+		r.keepBaseline(s, rec.Window, info, &r.ents)
+	}
+}
+
+// v2Fragment pushes one fragment of a frame cut into several: v2Push's
+// path for them, apart so that the whole-record path, taken for every
+// island of every broadcast, stays small.
+func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, hdr *codec.FragmentHeader, pr quant.Precision) {
+	var st *v2Stage
+	if s != nil {
+		// Stage this part's integers, identities and float states until
+		// the frame completes.
+		if s.stage == nil {
+			s.stage = &v2Stage{}
+		}
+		st = s.stage
+		if st.key != info.Key || len(st.ents) != rec.Total {
+			st.key, st.staged, st.parts = info.Key, 0, 0
+			st.ents = resize(st.ents, rec.Total)
+			st.ids, st.states = resize(st.ids, rec.Total), resize(st.states, rec.Total)
+		}
+		if bit := uint64(1) << (rec.Index % 64); st.parts&bit == 0 {
+			st.parts |= bit
+			st.staged += len(ents)
+		}
+		copy(st.ents[rec.First:], ents)
+		// The decoder keeps First + N within Total.
+		r.raw = codec.AppendRestoredStates(r.raw[:0], st.ids[rec.First:], st.states[rec.First:], ents, pr)
+	} else {
+		r.raw = codec.AppendRestored(r.raw[:0], ents, pr)
+	}
+	o, f := r.asm.Push(now, &codec.Fragment{Header: *hdr, Raw: r.raw})
 	if o != assembler.Completed {
 		return
 	}
-	if staged && s.stageKey == info.Key && s.staged == rec.Total {
-		if r.commitRestored(now, &hdr, s.stage, pr) {
-			r.keepBaseline(s, rec.Window, info, &s.stage)
+	if st != nil && st.key == info.Key && st.staged == rec.Total {
+		if r.commitStates(now, hdr, st.ids, st.states) {
+			r.keepBaseline(s, rec.Window, info, &st.ents)
 		}
 		return
 	}
@@ -248,10 +279,19 @@ func (r *Receiver) commitRestored(now int64, h *codec.FragmentHeader, ents []bas
 		r.ids = append(r.ids, ents[i].ID)
 		r.states = append(r.states, sc.State(ents[i].Q))
 	}
+	return r.commitStates(now, h, r.ids, r.states)
+}
+
+// commitStates validates and commits a whole frame of members, with the
+// frame-level fields of h, and reports whether it committed.
+func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island.MemberID, states []island.State) bool {
 	reason, vf := r.val.ValidateStates(validator.Header{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment,
-		Flags: h.Flags}, r.ids, r.states)
+		Flags: h.Flags}, ids, states)
 	return r.commit(now, reason, vf)
 }
+
+// resize returns s with length n, keeping its storage when large enough.
+func resize[T any](s []T, n int) []T { return slices.Grow(s[:0], n)[:n] }
 
 // requantize puts an assembled frame's members, as integers, in r.ents and
 // reports whether every member quantized.
