@@ -34,10 +34,11 @@
 //     apart from the display history). A delta or run naming a baseline not
 //     held, or a frame whose digest fails, is refused whole and a keyframe
 //     asked for; every committed frame becomes a baseline. A frame that came
-//     whole in one record is validated from its restored integers without
+//     whole in one record is validated from its restored members without
 //     reassembly (the store refuses a repeat); fragments are reassembled as
 //     in version 1 and the completed frame is validated from its staged
-//     integers. Feedback encodes
+//     members. Each member is restored to floats once, for the digest and
+//     the validator alike. Feedback encodes
 //     what goes back: Held (baselines held, which also confirms window
 //     advances), Keyframes and Ack.
 //   - Wire 2 parity: once a parity record has arrived, the fragments of

@@ -192,8 +192,9 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 // needs none: it equals its baseline's motion), and the members go to the
 // validator as they are. A fragment goes to the assembler as a version-1
 // fragment — the float states, exactly — carrying the whole 64-bit digest;
-// its integers are staged until the frame completes, and the completed
-// frame is validated from them. s is the island's state, nil when the
+// its integers, identities and float states are staged until the frame
+// completes (v2Fragment), and the completed frame is validated from them.
+// s is the island's state, nil when the
 // island is not known (the validator then refuses the frame).
 func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, predicted bool) {
 	pr := info.Class.Precision()
