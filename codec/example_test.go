@@ -50,3 +50,32 @@ func ExampleDecoder() {
 	fmt.Println(h.Key, h.Index, h.Count, frags[0].Raw.ID(0))
 	// Output: i3/e0/t0/c0#9 0 1 5.g2
 }
+
+// A ControlDecoder reads a control stream message by message. A Held (like
+// Windows, Keyframes and Ack) lands in storage the decoder reuses, valid
+// until the next Decode; a Lease, like every other message, is the
+// caller's to keep.
+func ExampleControlDecoder() {
+	var stream []byte
+	stream = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(stream)
+	stream = codec.Held{Entries: []codec.HeldEntry{{Island: 7, Window: 1, Newest: 120, Prior: 0b11}}}.Append(stream)
+	dec := codec.NewControlDecoder(codec.ControlLimits{})
+	for len(stream) > 0 {
+		typ, n, err := dec.Decode(stream)
+		if err != nil {
+			panic(err) // the peer broke the protocol
+		}
+		switch m := dec.Message().(type) {
+		case codec.Lease:
+			fmt.Println(typ, "island", m.Island, "epoch", m.Epoch, "owner", m.Owner)
+		case codec.Held:
+			for _, e := range m.Entries {
+				fmt.Println(typ, "island", e.Island, "window", e.Window, "newest", e.Newest, "prior", e.Prior)
+			}
+		}
+		stream = stream[n:]
+	}
+	// Output:
+	// lease island 7 epoch 2 owner s3
+	// held island 7 window 1 newest 120 prior 3
+}
