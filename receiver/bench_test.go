@@ -121,13 +121,19 @@ type recording struct {
 	body int // bodies in the frames sent after the warm-up
 }
 
-// record runs scene on wire 2 (acknowledgements one snapshot late) and
-// keeps what the observer received, after a warm-up.
+// record runs scene on the wire given (acknowledgements one snapshot late)
+// and keeps what the observer received: 100 snapshots of warm-up, then
+// snaps more.
 func record(b testing.TB, scene string, snaps, wire int) *recording {
+	return recordWarm(b, scene, 100, snaps, wire)
+}
+
+// recordWarm is record with warm snapshots of warm-up.
+func recordWarm(b testing.TB, scene string, warm, snaps, wire int) *recording {
 	l := newLagLoopWire(b, scene, 20, 1, wire)
 	rec := &recording{}
-	for i := range snaps + 100 {
-		if i == 100 {
+	for i := range snaps + warm {
+		if i == warm {
 			rec.warm = len(rec.now)
 		}
 		l.ctl = l.ctl[:0]
@@ -154,7 +160,7 @@ func record(b testing.TB, scene string, snaps, wire int) *recording {
 			}
 			rec.dgs = append(rec.dgs, raw)
 			if len(fr) > 0 {
-				if i >= 100 {
+				if i >= warm {
 					for _, f := range fr {
 						rec.body += len(f.Members)
 					}

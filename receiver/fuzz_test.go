@@ -11,14 +11,21 @@ import (
 )
 
 // FuzzReceiveV2 drives a hostile wire-2 datagram into a warm receiver — one
-// holding the baselines, manifests and leases of 100 snapshots of the
-// ragdolls and the chain — between two snapshots of the same run. A
+// holding the baselines, manifests and leases of 30 snapshots of the
+// ragdolls and the chain, past its first window advance — between two
+// snapshots of the same run. (A short warm-up keeps each run cheap, so
+// that the fuzzer gets through many of them.) A
 // datagram that starts as one of wire 2 gets its check recomputed, so that
 // mutated records reach the parser, the expansion against baselines and the
 // commit, not just the check. Nothing may panic, and every island shown
 // afterwards has exactly its manifest's members, all finite.
 func FuzzReceiveV2(f *testing.F) {
-	rec := record(f, "ragdolls,chain", 4, 2)
+	rec := recordWarm(f, "ragdolls,chain", 30, 4, 2)
+	probe, _ := New(Config{})
+	rec.play(probe, 0, rec.warm, false)
+	if st := probe.Stats(); st.V2.Windows == 0 || st.V2.Stored == 0 {
+		f.Fatalf("the warm-up reaches no window advance: %+v", st.V2)
+	}
 	for i := rec.warm; i < len(rec.now); i++ {
 		for _, d := range rec.dgs[i] {
 			f.Add(d)
