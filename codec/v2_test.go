@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -548,13 +549,33 @@ func FuzzDecodeV2(f *testing.F) {
 	dec, _ := NewV2Decoder(Config{MaxDatagram: MaxMaxDatagram})
 	base := &baseline.Table{}
 	var dst []baseline.Entry
+	baseOf := func(n int) *baseline.Table {
+		base.Entries = base.Entries[:0]
+		for i := 0; i < n; i++ {
+			base.Entries = append(base.Entries, baseline.Entry{ID: island.MemberID{Stable: uint64(i)}})
+		}
+		return base
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if r, err := ParseStandalone(b, Config{}); err == nil {
+		r, err := ParseStandalone(b, Config{})
+		if err == nil {
 			if r.Fragments < 2 || r.Index >= r.Fragments || (r.Kind != KindKey && r.Kind != KindDelta) {
 				t.Fatalf("standalone %+v", r)
 			}
+			if r.Kind == KindDelta {
+				if dst, err = r.ExpandDelta(dst, baseOf(r.Total), 0); err != nil || len(dst) != r.N {
+					t.Fatalf("standalone delta expanded %d of %d: %v", len(dst), r.N, err)
+				}
+			}
 		} else if !isCodecError(err) {
 			t.Fatal(err)
+		}
+		// The decoder's own parse (the receiver's) says the same.
+		r2, err2 := dec.ParseStandalone(b)
+		same := slices.Equal(r2.res, r.res) && bytes.Equal(r2.members, r.members)
+		r2.res, r.res, r2.members, r.members = nil, nil, nil, nil
+		if fmt.Sprint(err2) != fmt.Sprint(err) || (err == nil && (!reflect.DeepEqual(r2, r) || !same)) {
+			t.Fatalf("decoder: %+v %v; ParseStandalone: %+v %v", r2, err2, r, err)
 		}
 		h, recs, err := dec.Decode(fixCheck(b))
 		if err != nil {
@@ -574,11 +595,7 @@ func FuzzDecodeV2(f *testing.F) {
 					t.Fatalf("%d members expanded of %d", len(dst), r.N)
 				}
 			case KindDelta:
-				base.Entries = base.Entries[:0]
-				for i := 0; i < r.Total; i++ {
-					base.Entries = append(base.Entries, baseline.Entry{ID: island.MemberID{Stable: uint64(i)}})
-				}
-				if dst, err = r.ExpandDelta(dst, base, h.Time); err != nil || len(dst) != r.N {
+				if dst, err = r.ExpandDelta(dst, baseOf(r.Total), h.Time); err != nil || len(dst) != r.N {
 					t.Fatalf("delta expanded %d of %d: %v", len(dst), r.N, err)
 				}
 			}
@@ -1020,13 +1037,14 @@ func TestV2Islands(t *testing.T) {
 	}
 }
 
-// TestV2ResidualsFastWalk: the byte-at-a-time walk over a member's
-// residuals agrees with reading them one varint at a time — the same end
-// offset, or an error of the same kind — on seeded byte strings full of
-// zeros, continuation bytes, ten-byte varints and cut ends.
-func TestV2ResidualsFastWalk(t *testing.T) {
+// TestV2ResidualsRead: reading a member's residuals with the fast paths
+// agrees with reading them one varint at a time and refusing zeros — the
+// same values and end offset, or the same error — on seeded byte strings
+// full of zeros, continuation bytes, ten-byte varints and cut ends.
+func TestV2ResidualsRead(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	pick := []byte{0x00, 0x01, 0x7f, 0x80, 0x81, 0xff, 0x02, 0x40}
+	var res []int64
 	for i := range 200_000 {
 		b := make([]byte, rng.IntN(24))
 		for j := range b {
@@ -1037,20 +1055,28 @@ func TestV2ResidualsFastWalk(t *testing.T) {
 			}
 		}
 		k := 1 + rng.IntN(6)
-		fast := v2Parser{b: b}
-		errFast := fast.residuals(k)
+		res = append(res[:0], 99) // what was there stays
+		fast := v2Parser{b: b, res: &res}
+		errFast := fast.residualsInto(k)
 		slow := v2Parser{b: b}
 		var errSlow error
+		want := []int64{99}
 		for range k {
-			if errSlow = slow.residual(); errSlow != nil {
+			var v int64
+			if v, errSlow = slow.varint("residual"); errSlow != nil {
 				break
 			}
+			if v == 0 {
+				errSlow = fail(ErrMalformed, slow.off-1, "zero residual")
+				break
+			}
+			want = append(want, v)
 		}
 		switch {
 		case (errFast == nil) != (errSlow == nil):
 			t.Fatalf("case %d (% x, k=%d): fast %v, slow %v", i, b, k, errFast, errSlow)
-		case errFast == nil && fast.off != slow.off:
-			t.Fatalf("case %d (% x, k=%d): fast ends at %d, slow at %d", i, b, k, fast.off, slow.off)
+		case errFast == nil && (fast.off != slow.off || !slices.Equal(res, want)):
+			t.Fatalf("case %d (% x, k=%d): fast ends at %d with %v, slow at %d with %v", i, b, k, fast.off, res, slow.off, want)
 		case errFast != nil && errFast.Error() != errSlow.Error():
 			t.Fatalf("case %d (% x, k=%d): fast %v, slow %v", i, b, k, errFast, errSlow)
 		}
@@ -1079,4 +1105,71 @@ func TestAppendRestoredStates(t *testing.T) {
 	if ids[len(f.Members)] != (island.MemberID{}) || states[len(f.Members)] != (island.State{}) {
 		t.Fatal("wrote past the members")
 	}
+}
+
+// TestV2DecoderParseStandalone: a delta fragment rebuilt from parity and
+// parsed by the decoder between two Decode calls restores the members sent,
+// as ParseStandalone's record does, and leaves the records of the last
+// Decode as they were.
+func TestV2DecoderParseStandalone(t *testing.T) {
+	w := newV2World(t, Config{})
+	if err := w.enc.SetParity(2); err != nil {
+		t.Fatal(err)
+	}
+	key := v2Frame(40, 160, 1, quant.Chain, 1)
+	base := frameTable(&key, 50_000)
+	g := v2Frame(40, 160, 2, quant.Chain, 1.3)
+	for i := range g.Members { // residuals that differ from member to member
+		g.Members[i].Q.X += int64(i%5) * 3
+		g.Members[i].Q.Angle -= int64(i % 3)
+	}
+	w.enc.Begin(2, 100_000)
+	if err := w.enc.AddDelta(&g, &V2Ref{Base: base}); err != nil {
+		t.Fatal(err)
+	}
+	dgs := cloneAll(w.enc.Datagrams())
+	// fragment decodes datagram i and returns its delta fragment record.
+	fragment := func(i int) (island.Time, V2Record) {
+		h, recs, err := w.dec.Decode(dgs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Kind == KindDelta && r.Fragments > 1 {
+				return h.Time, r
+			}
+		}
+		t.Fatalf("datagram %d carries no delta fragment", i)
+		return 0, V2Record{}
+	}
+	check := func(what string, r *V2Record, tm island.Time) {
+		t.Helper()
+		got, err := r.ExpandDelta(nil, base, tm)
+		if err != nil || len(got) != r.N {
+			t.Fatalf("%s: %d members, %v", what, len(got), err)
+		}
+		for i, e := range got {
+			if m := g.Members[r.First+i]; e.ID != m.ID || e.Q != m.Q {
+				t.Fatalf("%s: member %d is %+v, sent %+v", what, r.First+i, e.Q, m.Q)
+			}
+		}
+	}
+	t1, r1 := fragment(1)
+	shard := AppendStandalone(nil, &r1)
+	t0, r0 := fragment(0)
+	res0 := slices.Clone(r0.res)
+	rebuilt, err := w.dec.ParseStandalone(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r0.res, res0) {
+		t.Fatal("parsing the shard changed the residuals of the record decoded before")
+	}
+	check("rebuilt by the decoder", &rebuilt, t1)
+	check("the record decoded before", &r0, t0)
+	alone, err := ParseStandalone(shard, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("ParseStandalone", &alone, t1)
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/islandsync/islandsync/quant"
 )
 
-// V2Record is one record of a v2 datagram, checked for framing but with its
-// members still encoded: a key record's members expand on their own
-// (ExpandKey), a delta's need the baseline they were coded against
-// (ExpandDelta), a run has none.
+// V2Record is one record of a v2 datagram, checked whole but with its
+// members not yet restored: a key record's members expand on their own
+// (ExpandKey); a delta's residuals, read once by the decoder, need the
+// baseline they were coded against (ExpandDelta); a run has none.
 type V2Record struct {
 	Kind  RecordKind
 	Class quant.Class
@@ -32,6 +32,9 @@ type V2Record struct {
 	Digest                           uint64 // whole records: the low 32 bits only
 	Digest32                         bool   // the record is whole and Digest holds 32 bits
 	members                          []byte // encoded members
+	// A delta's residuals as Decode read them: for each changed member its
+	// field mask, then its nonzero residuals in field order.
+	res []int64
 }
 
 // V2Decoder parses v2 datagrams into records it owns and reuses. Not safe
@@ -39,6 +42,7 @@ type V2Record struct {
 type V2Decoder struct {
 	cfg  Config
 	recs []V2Record
+	res  []int64 // the records' residuals, back to back
 }
 
 // NewV2Decoder returns a decoder enforcing cfg (zero fields mean defaults).
@@ -69,7 +73,8 @@ func DatagramVersion(b []byte) (int, error) {
 }
 
 // Decode parses and checks one whole v2 datagram. The records are the
-// decoder's and stay valid until the next call; their members alias b. Any
+// decoder's and stay valid until the next call; their members alias b, and
+// their residuals are in the decoder's storage. Any
 // bad record rejects the whole datagram (nil, error). Decode is total and
 // canonical: every varint is minimal, every reserved bit zero, every count
 // checked against the caps and the bytes present before it is used.
@@ -93,7 +98,8 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 	h.Seq = binary.LittleEndian.Uint32(b[5:])
 	h.Time = island.Time(binary.LittleEndian.Uint64(b[9:]))
 	d.recs = d.recs[:0]
-	p := v2Parser{b: b, off: V2HeaderSize}
+	d.res = d.res[:0]
+	p := v2Parser{b: b, off: V2HeaderSize, res: &d.res}
 	var last uint32
 	for p.off < len(b) {
 		var r V2Record
@@ -116,6 +122,7 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 type v2Parser struct {
 	b   []byte
 	off int
+	res *[]int64 // where deltas' residuals go
 	ref struct {
 		ok          bool
 		window, lag uint32
@@ -142,95 +149,51 @@ func (p *v2Parser) varint(field string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return unzig(u), nil
+}
+
+// residualsInto reads k nonzero residuals onto *p.res. Residuals of one
+// and two bytes — nearly all of them — take a fast path with the same
+// checks as varint (minimal, and nonzero); longer ones, and anything
+// malformed, go through varint for its exact error.
+func (p *v2Parser) residualsInto(k int) error {
+	b, off, res := p.b, p.off, *p.res
+	for ; k > 0; k-- {
+		if off < len(b) {
+			if c := b[off]; c != 0 && c < 0x80 {
+				res = append(res, unzig(uint64(c)))
+				off++
+				continue
+			} else if c >= 0x80 && off+1 < len(b) {
+				if c2 := b[off+1]; c2 != 0 && c2 < 0x80 {
+					res = append(res, unzig(uint64(c&0x7f)|uint64(c2)<<7))
+					off += 2
+					continue
+				}
+			}
+		}
+		p.off = off
+		v, err := p.varint("residual")
+		if err != nil {
+			return err
+		}
+		if v == 0 {
+			return fail(ErrMalformed, p.off-1, "zero residual")
+		}
+		res = append(res, v)
+		off = p.off
+	}
+	p.off, *p.res = off, res
+	return nil
+}
+
+// unzig undoes zigzag coding.
+func unzig(u uint64) int64 {
 	v := int64(u >> 1)
 	if u&1 != 0 {
 		v = ^v
 	}
-	return v, nil
-}
-
-// residual walks one nonzero residual. Residuals of one and two bytes —
-// nearly all of them — take a fast path with the same checks (minimal,
-// nonzero); longer ones go through varint.
-func (p *v2Parser) residual() error {
-	b, off := p.b, p.off
-	if off < len(b) {
-		switch c := b[off]; {
-		case c == 0:
-			return fail(ErrMalformed, off, "zero residual")
-		case c < 0x80:
-			p.off++
-			return nil
-		case off+1 < len(b) && b[off+1] != 0 && b[off+1] < 0x80:
-			p.off += 2
-			return nil
-		}
-	}
-	v, err := p.varint("residual")
-	if err != nil {
-		return err
-	}
-	if v == 0 {
-		return fail(ErrMalformed, p.off-1, "zero residual")
-	}
-	return nil
-}
-
-// residuals walks k nonzero residuals. A byte below 0x80 ends a varint; it
-// is never 0 (a zero residual, or a varint that is not minimal), and a
-// varint of nine bytes or fewer always fits, so bytes are checked one by
-// one; anything else — a zero end byte, ten or more bytes, the end of the
-// record — goes through residual for its exact error.
-//
-// Before that, whole words go at once while eight bytes remain: in a word
-// that starts at a varint, the bytes with the high bit clear end varints;
-// the first k of them (or all, when fewer) are taken if no byte among them
-// is zero. A word without an end (a varint of eight bytes or more) or with
-// a zero byte leaves the rest to the byte walk.
-func (p *v2Parser) residuals(k int) error {
-	b, off := p.b, p.off
-	for k > 0 && off+8 <= len(b) {
-		w := binary.LittleEndian.Uint64(b[off:])
-		ends := ^w & 0x8080808080808080
-		if ends == 0 {
-			break
-		}
-		n := bits.OnesCount64(ends)
-		var span int // bytes through the last end taken
-		if n >= k {
-			for range k - 1 {
-				ends &= ends - 1
-			}
-			span = bits.TrailingZeros64(ends)/8 + 1
-			n = k
-		} else {
-			span = (63-bits.LeadingZeros64(ends))/8 + 1
-		}
-		// The lowest bit set here marks the first zero byte exactly.
-		if z := (w - 0x0101010101010101) & ^w & 0x8080808080808080; z != 0 && bits.TrailingZeros64(z)/8 < span {
-			break
-		}
-		off += span
-		k -= n
-	}
-	start := off
-	for k > 0 {
-		if off >= len(b) || off-start >= 9 || b[off] == 0 {
-			p.off = start
-			if err := p.residual(); err != nil {
-				return err
-			}
-			off, start, k = p.off, p.off, k-1
-			continue
-		}
-		c := b[off]
-		off++
-		if c < 0x80 {
-			start, k = off, k-1
-		}
-	}
-	p.off = off
-	return nil
+	return v
 }
 
 // u32 reads a uvarint that must fit 32 bits.
@@ -385,7 +348,7 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 		r.Digest, r.Digest32 = uint64(binary.LittleEndian.Uint32(p.b[p.off:])), true
 		p.off += 4
 	}
-	start := p.off
+	start, rstart := p.off, len(*p.res)
 	if r.Kind == KindKey {
 		err = p.skipKey(r.N)
 	} else {
@@ -395,6 +358,7 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 		return err
 	}
 	r.members = p.b[start:p.off]
+	r.res = (*p.res)[rstart:len(*p.res):len(*p.res)]
 	return nil
 }
 
@@ -475,7 +439,8 @@ func (p *v2Parser) skipDelta(n int) error {
 				return fail(ErrMalformed, p.off, "field mask")
 			}
 			p.off++
-			if err := p.residuals(bits.OnesCount8(mask)); err != nil {
+			*p.res = append(*p.res, int64(mask))
+			if err := p.residualsInto(bits.OnesCount8(mask)); err != nil {
 				return err
 			}
 		}
@@ -513,9 +478,8 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 	pr := base.Frame.Class.Precision()
 	ps, as := int(pr.Pos)-int(pr.Vel), int(pr.Angle)-int(pr.AngVel)
 	dt := int64(t - base.Frame.Time)
-	m := r.members
-	bm := m[:(r.N+7)/8]
-	off := len(bm)
+	bm := r.members[:(r.N+7)/8]
+	res, k := r.res, 0
 	src := base.Entries[r.First : r.First+r.N]
 	dst = slices.Grow(dst[:0], r.N)[:r.N]
 	for i := range src {
@@ -527,57 +491,35 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 			predictVel(q, &b.Q, dt, ps, as)
 			continue
 		}
-		mask := m[off]
-		off++
-		var v int64
+		mask := res[k]
+		k++
 		if mask&1 != 0 {
-			v, off = fastVarint(m, off)
-			q.X += v
+			q.X += res[k]
+			k++
 		}
 		if mask&2 != 0 {
-			v, off = fastVarint(m, off)
-			q.Y += v
+			q.Y += res[k]
+			k++
 		}
 		if mask&4 != 0 {
-			v, off = fastVarint(m, off)
-			q.Angle += v
+			q.Angle += res[k]
+			k++
 		}
 		predictVel(q, &b.Q, dt, ps, as) // from the positions just restored
 		if mask&8 != 0 {
-			v, off = fastVarint(m, off)
-			q.VX += v
+			q.VX += res[k]
+			k++
 		}
 		if mask&16 != 0 {
-			v, off = fastVarint(m, off)
-			q.VY += v
+			q.VY += res[k]
+			k++
 		}
 		if mask&32 != 0 {
-			v, off = fastVarint(m, off)
-			q.AngVel += v
+			q.AngVel += res[k]
+			k++
 		}
 	}
 	return dst, nil
-}
-
-// fastVarint reads a zigzag varint at b[off:] that Decode already checked
-// (present, minimal, at most 10 bytes) and returns it with the next offset.
-func fastVarint(b []byte, off int) (int64, int) {
-	var u uint64
-	var s uint
-	for {
-		c := b[off]
-		off++
-		u |= uint64(c&0x7f) << s
-		if c < 0x80 {
-			break
-		}
-		s += 7
-	}
-	v := int64(u >> 1)
-	if u&1 != 0 {
-		v = ^v
-	}
-	return v, off
 }
 
 // Predict appends to dst, reused, the members of base carried to time t by

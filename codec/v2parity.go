@@ -128,12 +128,25 @@ func ParseStandalone(b []byte, cfg Config) (V2Record, error) {
 	if err != nil {
 		return V2Record{}, err
 	}
-	p := v2Parser{b: b}
+	res := make([]int64, 0, len(b)) // a residual or a mask takes a byte at least
+	return parseStandalone(b, &c, &res)
+}
+
+// ParseStandalone is the package's ParseStandalone under the decoder's
+// caps, keeping the record's residuals in the decoder's storage, so that
+// it allocates nothing once that has grown. The record is valid until the
+// next Decode; the records Decode returned stay valid.
+func (d *V2Decoder) ParseStandalone(b []byte) (V2Record, error) {
+	return parseStandalone(b, &d.cfg, &d.res)
+}
+
+func parseStandalone(b []byte, c *Config, res *[]int64) (V2Record, error) {
+	p := v2Parser{b: b, res: res}
 	var r V2Record
 	if len(b) == 0 {
 		return r, fail(ErrTruncated, 0, "shard")
 	}
-	if err := p.record(&r, &c, 0, true); err != nil {
+	if err := p.record(&r, c, 0, true); err != nil {
 		return V2Record{}, err
 	}
 	if r.Kind == KindRun || r.Kind == KindGapDelta || r.Kind == KindParity || r.Fragments < 2 {

@@ -216,7 +216,7 @@ func (r *Receiver) rebuild(now int64, h codec.V2Header, key parityKey, pf *parit
 		if missing&(1<<i) == 0 {
 			continue
 		}
-		rec, err := codec.ParseStandalone(pf.shards[i], r.dec2Config())
+		rec, err := r.dec2.ParseStandalone(pf.shards[i])
 		if err != nil || rec.Index != i || rec.Fragments != pf.k || rec.Island != key.island {
 			r.stats.V2.ParityBad++ // parity that does not belong to the fragments it came with
 			continue

@@ -112,9 +112,6 @@ func (r *Receiver) v2KeyRecord(now int64, h codec.V2Header, rec *codec.V2Record)
 	r.v2Push(now, r.v2island(rec.Island), rec, info, r.ents, false)
 }
 
-// dec2Config is the v2 decoder's caps.
-func (r *Receiver) dec2Config() codec.Config { return r.dec.Config() }
-
 // base looks up island id's state and the baseline a record names,
 // counting and asking for a keyframe when it is not held.
 func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) (*v2Island, *baseline.Table) {
