@@ -42,7 +42,8 @@
 // Fragments of its Fragments+Parity records complete it. Fragments are cut
 // to even sizes so that parity shards stay short. AppendStandalone gives a
 // received fragment's shard, ParityDecoder rebuilds missing ones and
-// ParseStandalone reads them back as records. Both
+// ParseStandalone reads them back as records (V2Decoder.ParseStandalone
+// does so in the decoder's storage, without allocating). Both
 // versions stay decodable; DatagramVersion tells them apart. The receive
 // path that does all of this is package receiver.
 //
