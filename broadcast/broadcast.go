@@ -221,7 +221,7 @@ func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
 	}
 	o := &observer{id: id, maxDatagram: maxDatagram, subKey: "none", acks: map[uint32]codec.AckEntry{}, v2: map[uint32]*obsIsland{}}
 	b.observers[id] = o
-	b.queue(o, codec.Welcome{Version: codec.ControlVersion, Timeline: b.cfg.Timeline,
+	queue(b, o, codec.Welcome{Version: codec.ControlVersion, Timeline: b.cfg.Timeline,
 		SendPeriod: uint32(b.cfg.SendPeriod), MaxDatagram: uint16(min(maxDatagram, 0xFFFF))})
 	if len(b.idents) > 0 {
 		all := make([]island.MemberID, 0, len(b.idents))
@@ -236,7 +236,7 @@ func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
 		})
 		for len(all) > 0 {
 			n := min(len(all), DefaultAnnounceChunk)
-			b.queue(o, codec.Announce{IDs: all[:n]})
+			queue(b, o, codec.Announce{IDs: all[:n]})
 			all = all[n:]
 		}
 	}
@@ -265,13 +265,13 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		}
 		switch {
 		case now && !had:
-			b.queue(o, codec.Lease(b.leases[isl]))
-			b.queue(o, codec.Manifest(b.manifests[isl]))
+			queue(b, o, codec.Lease(b.leases[isl]))
+			queue(b, o, codec.Manifest(b.manifests[isl]))
 			if p, ok := b.physics[isl]; ok {
-				b.queue(o, p)
+				queue(b, o, p)
 			}
 		case had && !now:
-			b.queue(o, codec.Forget{Island: isl})
+			queue(b, o, codec.Forget{Island: isl})
 		}
 	}
 	o.all, o.subs, o.subKey = s.All, slices.Clone(s.Islands), ""
@@ -442,12 +442,15 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 func (b *Broadcaster) queueAll(m codec.Message, islandID *uint32) {
 	for _, o := range b.observers {
 		if islandID == nil || o.wants(*islandID) {
-			b.queue(o, m)
+			queue(b, o, m)
 		}
 	}
 }
 
-func (b *Broadcaster) queue(o *observer, m codec.Message) {
+// queue appends m to the observer's control bytes. It is generic over the
+// message type so that a message of a known type is appended without being
+// put in an interface (which would make it escape to the heap).
+func queue[M codec.Message](b *Broadcaster, o *observer, m M) {
 	n := len(o.ctl)
 	o.ctl = m.Append(o.ctl)
 	b.stats.ControlBytes += uint64(len(o.ctl) - n)

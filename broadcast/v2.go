@@ -210,11 +210,7 @@ func (b *Broadcaster) held(o *observer, m codec.Held) {
 	}
 	b.adv = adv
 	if len(adv) > 0 {
-		// Appended here, not through queue: a message passed as an
-		// interface to a method called through it escapes to the heap.
-		n := len(o.ctl)
-		o.ctl = codec.Windows{Entries: adv}.Append(o.ctl)
-		b.stats.ControlBytes += uint64(len(o.ctl) - n)
+		queue(b, o, codec.Windows{Entries: adv})
 	}
 }
 

@@ -81,12 +81,19 @@ type V2Ref struct {
 	Base   *baseline.Table
 }
 
+// shifts returns the bits between a precision's position and velocity
+// quanta and between its angle and angular velocity quanta: what a velocity
+// is shifted by to advance its position over 1 s.
+func shifts(p quant.Precision) (pos, angle int) {
+	return int(p.Pos) - int(p.Vel), int(p.Angle) - int(p.AngVel)
+}
+
 // predict returns the state a body in state b at baseline time moves to
 // after dt µs under precision p: positions and angle advance by the
 // velocities (rounded to the nearest quantum, ties away from zero, in exact
 // integer arithmetic), velocities stay.
 func predict(b quant.State, dt int64, p quant.Precision) quant.State {
-	ps, as := int(p.Pos)-int(p.Vel), int(p.Angle)-int(p.AngVel)
+	ps, as := shifts(p)
 	base := b
 	predictInto(&b, dt, ps, as)
 	predictVel(&b, &base, dt, ps, as)
@@ -156,11 +163,7 @@ func advance(v, dt int64, shift int) int64 {
 	// The common case in plain int64: |v·dt| < 2^56 leaves room for a shift
 	// of up to 6 without overflow; the result is the same as the long path.
 	if v > -1<<28 && v < 1<<28 && dt > -1<<28 && dt < 1<<28 && shift >= 0 && shift <= 6 {
-		p := v * dt << uint(shift)
-		if p >= 0 {
-			return (p + 500_000) / 1_000_000
-		}
-		return -((-p + 500_000) / 1_000_000)
+		return roundMicro(v * dt << uint(shift))
 	}
 	neg := (v < 0) != (dt < 0)
 	hi, lo := bits.Mul64(abs64(v), abs64(dt))
@@ -494,8 +497,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 		bf.Sender != f.Sender || bf.Key.Stream() != f.Key.Stream() {
 		return fail(ErrMalformed, -1, "delta baseline")
 	}
-	p := f.Class.Precision()
-	ps, as := int(p.Pos)-int(p.Vel), int(p.Angle)-int(p.AngVel)
+	ps, as := shifts(f.Class.Precision())
 	dt := int64(e.time - bf.Time)
 	unchanged := true
 	e.scratch = e.scratch[:0]

@@ -74,8 +74,8 @@ func DatagramVersion(b []byte) (int, error) {
 
 // Decode parses and checks one whole v2 datagram. The records are the
 // decoder's and stay valid until the next call; their members alias b, and
-// their residuals are in the decoder's storage. Any
-// bad record rejects the whole datagram (nil, error). Decode is total and
+// their residuals are in the decoder's storage. Any bad record rejects the
+// whole datagram (nil, error). Decode is total and
 // canonical: every varint is minimal, every reserved bit zero, every count
 // checked against the caps and the bytes present before it is used.
 func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
@@ -475,8 +475,7 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 	if len(base.Entries) != r.Total {
 		return dst[:0], fail(ErrMalformed, -1, "delta member count")
 	}
-	pr := base.Frame.Class.Precision()
-	ps, as := int(pr.Pos)-int(pr.Vel), int(pr.Angle)-int(pr.AngVel)
+	ps, as := shifts(base.Frame.Class.Precision())
 	dt := int64(t - base.Frame.Time)
 	bm := r.members[:(r.N+7)/8]
 	res, k := r.res, 0
@@ -525,8 +524,7 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 // Predict appends to dst, reused, the members of base carried to time t by
 // the baseline's motion: what a run record restores for an island.
 func Predict(dst []baseline.Entry, base *baseline.Table, t island.Time) []baseline.Entry {
-	pr := base.Frame.Class.Precision()
-	ps, as := int(pr.Pos)-int(pr.Vel), int(pr.Angle)-int(pr.AngVel)
+	ps, as := shifts(base.Frame.Class.Precision())
 	dt := int64(t - base.Frame.Time)
 	n := len(base.Entries)
 	dst = slices.Grow(dst[:0], n)[:n]

@@ -189,7 +189,10 @@ func (r *Receiver) resetControl() {
 // It returns an error wrapping ErrNoWelcome, ErrDirection or ErrRefused; the
 // message then changed nothing else and is counted under Stats.Control.
 func (r *Receiver) Control(now int64, m codec.Message) error {
-	t, err := r.control(now, m)
+	// codec.TypeOf, not m.Type: a call through the interface would make
+	// every message passed here escape to the heap.
+	t := codec.TypeOf(m)
+	err := r.control(now, t, m)
 	r.stats.Control.count(t, err)
 	return err
 }
@@ -216,15 +219,8 @@ func (r *Receiver) ControlBytes(now int64, b []byte) (int, error) {
 	return n, nil
 }
 
-// control applies m and returns its type. It finds the type with
-// codec.TypeOf, never by calling m.Type: a call through the interface would
-// make every message passed to Control escape to the heap.
-func (r *Receiver) control(now int64, m codec.Message) (codec.MessageType, error) {
-	t := codec.TypeOf(m)
-	return t, r.apply(now, t, m)
-}
-
-func (r *Receiver) apply(now int64, t codec.MessageType, m codec.Message) error {
+// control applies m, of type t.
+func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) error {
 	if w, ok := m.(codec.Welcome); ok {
 		newTimeline := !r.welcomed || w.Timeline != r.welcome.Timeline
 		r.welcomed, r.welcome = true, w

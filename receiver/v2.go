@@ -191,8 +191,8 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 // fragment — the float states, exactly — carrying the whole 64-bit digest;
 // its integers, identities and float states are staged until the frame
 // completes (v2Fragment), and the completed frame is validated from them.
-// s is the island's state, nil when the
-// island is not known (the validator then refuses the frame).
+// s is the island's state, nil when the island is not known (the validator
+// then refuses the frame).
 func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, predicted bool) {
 	pr := info.Class.Precision()
 	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
