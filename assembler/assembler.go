@@ -454,6 +454,32 @@ func (a *Assembler) expire(now int64) {
 	}
 }
 
+// Reset drops every incomplete frame and forgets every stream's sequence
+// state: the sender's numbering starts again (a new authority timeline), so
+// no sequence seen before says anything about the frames that follow.
+// Without it, a restarted sender's frames, numbered from zero again, would
+// be refused as stale until its sequences passed the old ones. Dropped
+// frames are counted under Reset; other counters and the caller time are
+// kept. Storage is recycled, as for expiry.
+func (a *Assembler) Reset() {
+	for a.order.head != nil {
+		p := a.order.head
+		if p.poisoned {
+			a.drop(p, p.reason)
+			continue
+		}
+		a.drop(p, DroppedReset)
+	}
+	for a.streamOrder.head != nil {
+		s := a.streamOrder.head
+		a.streamOrder.remove(s)
+		delete(a.streams, s.id)
+		if len(a.freeStreams) < maxFree {
+			a.freeStreams = append(a.freeStreams, s)
+		}
+	}
+}
+
 // NextDeadline returns the caller time at which the oldest incomplete frame
 // expires, and false when nothing is pending. Call Expire (or Push) at or
 // after it.

@@ -53,6 +53,13 @@
 // order of first fragments. When everything has completed or expired,
 // PendingBytes is exactly zero.
 //
+// # A new timeline
+//
+// Reset drops every incomplete frame (counted as DroppedReset) and forgets
+// every stream's sequence state. Call it when the sender starts numbering
+// its frames again — a restarted authority — or its frames, numbered from
+// zero again, are refused as stale until they pass the old run's sequences.
+//
 // # Time
 //
 // The assembler reads no clock. Every Push and Expire takes now, an integer

@@ -60,6 +60,9 @@ const (
 	// EvictedByteCap: an incomplete frame was dropped because the global
 	// pending-byte cap was reached.
 	EvictedByteCap
+	// DroppedReset: an incomplete frame was dropped by Reset (its sender
+	// started a new timeline).
+	DroppedReset
 
 	// NumOutcomes is the number of outcomes.
 	NumOutcomes
@@ -84,6 +87,7 @@ var outcomeNames = [NumOutcomes]string{
 	EvictedIslandCap:           "evicted-island-cap",
 	EvictedPendingCap:          "evicted-pending-cap",
 	EvictedByteCap:             "evicted-byte-cap",
+	DroppedReset:               "reset",
 }
 
 // String returns the outcome's stable name (used in reports and JSON).

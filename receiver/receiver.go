@@ -162,13 +162,19 @@ func New(cfg Config) (*Receiver, error) {
 	return r, nil
 }
 
-// resetControl forgets every identity, lease, manifest and frame history:
-// the catch-up after a Welcome restates everything that is still live.
-// Counters are kept.
+// resetControl is the one reset path of every Welcome: it forgets every
+// identity, lease, manifest, frame history, frame in reassembly with its
+// streams' sequence state, parity buffer, decode baseline and window, and
+// pending acknowledgement — the catch-up after a Welcome restates
+// everything that is still live, and the frames that follow it (on a new
+// timeline, numbered from zero again) owe nothing to any sequence seen
+// before. The playout clock follows on a new timeline (control). Counters
+// are kept.
 func (r *Receiver) resetControl() {
 	r.reg.Reset()
 	r.val.Reset()
 	r.st.Reset()
+	r.asm.Reset()
 	r.known = r.known[:0]
 	r.sim.reset()
 	clear(r.acks)

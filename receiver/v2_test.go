@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/scenario"
@@ -528,4 +529,53 @@ func TestV2HugeRunIsCheap(t *testing.T) {
 		after.NoBaseline+after.OldWindow+after.Future-before.NoBaseline-before.OldWindow-before.Future != known {
 		t.Fatalf("%d known islands; before %+v after %+v", known, before, after)
 	}
+}
+
+// TestRestartAfterLongUptime: an authority that ran for 200 broadcasts —
+// far past the assembler's 64-frame stale window — restarts on a new
+// timeline, its frame sequences starting again from zero. The receiver
+// keeps nothing of the old timeline's streams: within one second of the
+// new authority's first frame (20 broadcasts at 20 Hz) every island has
+// committed again, the chain's frames cut into several datagrams included,
+// and no new frame is refused as stale.
+func TestRestartAfterLongUptime(t *testing.T) {
+	l := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 2, Timeline: 1})
+	for range 600 {
+		l.step(nil)
+	}
+	before := l.rx.Stats()
+	if before.Assembler.Count(assembler.Completed) == 0 {
+		t.Fatal("setup: no frame was cut into several datagrams")
+	}
+	next := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 2, Timeline: 2})
+	l.auth, l.bc = next.auth, next.bc // the restarted authority, the same receiver
+	fragmented := before.Assembler.Count(assembler.Completed)
+	broadcasts := 0
+	for step := 0; ; step++ {
+		l.step(nil)
+		if len(l.dgs) > 0 {
+			broadcasts++
+		}
+		all := len(l.rx.Islands()) > 0
+		for _, id := range l.rx.Islands() {
+			all = all && l.rx.st.Frames(id) > 0
+		}
+		if all && l.rx.Stats().Assembler.Count(assembler.Completed) > fragmented {
+			break
+		}
+		if broadcasts > 20 {
+			after := l.rx.Stats()
+			t.Fatalf("%d broadcasts after the restart, not every island has committed (fragmented frames %d → %d; stale %d → %d)",
+				broadcasts, fragmented, after.Assembler.Count(assembler.Completed),
+				before.Assembler.Count(assembler.RejectStale), after.Assembler.Count(assembler.RejectStale))
+		}
+	}
+	after := l.rx.Stats()
+	if s := after.Assembler.Count(assembler.RejectStale) - before.Assembler.Count(assembler.RejectStale); s != 0 {
+		t.Fatalf("%d frames of the new timeline refused as stale", s)
+	}
+	if after.Timelines != 2 {
+		t.Fatalf("timelines %d, want 2", after.Timelines)
+	}
+	t.Logf("every island committed %d broadcasts after the restart", broadcasts)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/islandsync/islandsync/codec"
-	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/receiver"
 )
 
@@ -63,7 +62,7 @@ type Watcher struct {
 	rx    *receiver.Receiver
 	log   *slog.Logger
 	start time.Time
-	shown map[island.MemberID][2]island.Key
+	torn  *tornCounter
 }
 
 // ErrConnect wraps a failure to reach the server at all.
@@ -94,7 +93,7 @@ func NewWatcher(cfg WatchConfig) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{cfg: cfg, rx: rx, log: cfg.Logger, start: time.Now(), shown: map[island.MemberID][2]island.Key{}}, nil
+	return &Watcher{cfg: cfg, rx: rx, log: cfg.Logger, start: time.Now(), torn: newTornCounter()}, nil
 }
 
 // Receiver returns the watcher's receive path. Read it only from the
@@ -225,45 +224,11 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 		case <-render.C:
 			tick.Now = w.now()
 			tick.Views = w.rx.Render(tick.Now)
-			tick.HalfFrames = w.halfFrames(tick.Views)
+			st := w.rx.Stats()
+			tick.HalfFrames = w.torn.count(tick.Views, st.Timelines+st.Reconnects, w.rx.Manifest)
 			if onTick != nil {
 				onTick(&tick)
 			}
 		}
 	}
-}
-
-// halfFrames records the frame pair each shown member came from and counts
-// the islands whose manifest members disagree.
-func (w *Watcher) halfFrames(views []receiver.IslandView) int {
-	if len(w.shown) > 1<<17 { // identities of islands long gone: start over
-		clear(w.shown)
-	}
-	for i := range views {
-		v := &views[i]
-		for _, p := range v.Poses {
-			w.shown[p.ID] = [2]island.Key{v.Left, v.Right}
-		}
-	}
-	n := 0
-	for i := range views {
-		m, ok := w.rx.Manifest(views[i].Island)
-		if !ok {
-			continue
-		}
-		var first [2]island.Key
-		have := false
-		for _, id := range m.Members {
-			src, ok := w.shown[id]
-			if !ok {
-				continue
-			}
-			if have && src != first {
-				n++
-				break
-			}
-			first, have = src, true
-		}
-	}
-	return n
 }
