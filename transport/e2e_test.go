@@ -61,10 +61,9 @@ func TestEndToEndQUIC(t *testing.T) {
 	if raceEnabled {
 		watchers = 8 // the same test, on a machine the race detector slows several times over
 	}
-	run := 3 * time.Second
-	if *soak > 0 {
-		run = *soak
-	}
+	// The run is counted in frames, not seconds: every watcher commits this
+	// many before the server pauses, however slow the machine is.
+	const runFrames = 600
 	auth, err := scenario.NewAuthority(scenario.All, 20)
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +101,7 @@ func TestEndToEndQUIC(t *testing.T) {
 	results := make([]watchResult, watchers)
 	snapshot := make(chan int, watchers) // watcher i has taken its final state
 	flowing := make(chan int, watchers)  // watcher i has committed its first frame
+	ran := make(chan int, watchers)      // watcher i has committed runFrames
 	final := make(chan struct{})         // the server is paused: take the final state
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
@@ -118,12 +118,15 @@ func TestEndToEndQUIC(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			res := &results[i]
-			taken, started := false, false
+			taken, started, done := false, false, false
 			err := w.Run(wctx, func(tk *Tick) {
 				res.halfFrames += tk.HalfFrames
-				if !started && tk.Receiver.Stats().FramesCommitted > 0 {
+				if c := tk.Receiver.Stats().FramesCommitted; !started && c > 0 {
 					started = true
 					flowing <- i
+				} else if !done && c >= runFrames {
+					done = true
+					ran <- i
 				}
 				if taken {
 					return
@@ -151,26 +154,19 @@ func TestEndToEndQUIC(t *testing.T) {
 	}
 
 	// Every watcher connects and commits through the lossy relay (slow
-	// under -race), then the run itself: wall-clock time is what is tested.
-	deadline := time.After(60 * time.Second)
-	for got := 0; got < watchers; got++ {
-		select {
-		case <-flowing:
-		case <-deadline:
-			t.Fatalf("only %d of %d watchers committed a frame", got, watchers)
-		}
+	// under -race), then runs for runFrames (or the -soak time), then the
+	// server pauses and every watcher converges on its state. Each stage
+	// waits for events; the guard only turns a hang into a failure that
+	// says where it stuck, well inside go test's own timeout.
+	guard := time.After(guardTime(t))
+	awaitAll(t, flowing, watchers, guard, "committed a frame")
+	awaitAll(t, ran, watchers, guard, fmt.Sprintf("committed %d frames", runFrames))
+	if *soak > 0 {
+		time.Sleep(*soak)
 	}
-	time.Sleep(run)
 	srv.Pause(true)
 	close(final)
-	deadline = time.After(30 * time.Second)
-	for got := 0; got < watchers; got++ {
-		select {
-		case <-snapshot:
-		case <-deadline:
-			t.Fatalf("only %d of %d watchers converged on the server's state", got, watchers)
-		}
-	}
+	awaitAll(t, snapshot, watchers, guard, "converged on the server's state")
 	want := serverState(srv)
 	wcancel()
 	wg.Wait()
@@ -210,8 +206,8 @@ func TestEndToEndQUIC(t *testing.T) {
 	// too, so the bound covers 32 receivers plus the server's queues.
 	const bound = 64 << 20
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("%d watchers, %v: relay up %d sent %d lost %d dup; down %d sent %d lost %d dup; heap %+d KiB",
-		watchers, run, up.Sent, up.Lost, up.Duplicated, down.Sent, down.Lost, down.Duplicated, grew/1024)
+	t.Logf("%d watchers, %d frames each at least: relay up %d sent %d lost %d dup; down %d sent %d lost %d dup; heap %+d KiB",
+		watchers, runFrames, up.Sent, up.Lost, up.Duplicated, down.Sent, down.Lost, down.Duplicated, grew/1024)
 	if grew > bound {
 		t.Fatalf("heap grew by %d MiB, bound %d MiB", grew>>20, bound>>20)
 	}
@@ -245,4 +241,27 @@ func serverState(s *Server) state {
 		func(l island.Lease) { st.leases[l.Island] = l },
 		func(m island.Manifest) { st.manifests[m.Island] = manifestKey(m) })
 	return st
+}
+
+// guardTime is how long an end-to-end test may wait for its events before
+// it fails saying which it was waiting for: what is left of go test's
+// -timeout less a minute to report, or 8 minutes without one.
+func guardTime(t *testing.T) time.Duration {
+	if d, ok := t.Deadline(); ok {
+		return max(time.Until(d)-time.Minute, time.Minute)
+	}
+	return 8 * time.Minute
+}
+
+// awaitAll waits for n events on c (each one watcher's), failing once
+// guard fires.
+func awaitAll(t *testing.T, c <-chan int, n int, guard <-chan time.Time, what string) {
+	t.Helper()
+	for got := 0; got < n; got++ {
+		select {
+		case <-c:
+		case <-guard:
+			t.Fatalf("only %d of %d watchers %s", got, n, what)
+		}
+	}
 }

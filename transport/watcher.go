@@ -51,6 +51,43 @@ type Tick struct {
 	// from different frames: each member keeps the frame pair of the view
 	// that last placed it, and an island is checked against its manifest.
 	HalfFrames int
+	// FeedbackSkipped counts, over this connection, feedback the watcher
+	// did not send because the one before it was still being written.
+	FeedbackSkipped uint64
+}
+
+// feedbackWriter writes the watcher's feedback on the control stream from
+// a goroutine of its own, with no deadline: a write that waits (a busy
+// machine, flow control) holds up neither the receive loop nor the
+// session, which ends only when the connection does. One buffer goes round
+// between the loop and the writer.
+type feedbackWriter struct {
+	w      interface{ Write([]byte) (int, error) }
+	done   <-chan struct{}
+	out    chan []byte // feedback to write
+	free   chan []byte // the buffer, once written
+	failed chan error  // the stream refused a write
+}
+
+func newFeedbackWriter(w interface{ Write([]byte) (int, error) }, done <-chan struct{}) *feedbackWriter {
+	f := &feedbackWriter{w: w, done: done, out: make(chan []byte, 1), free: make(chan []byte, 1), failed: make(chan error, 1)}
+	f.free <- nil
+	return f
+}
+
+func (f *feedbackWriter) run() {
+	for {
+		select {
+		case b := <-f.out:
+			if _, err := f.w.Write(b); err != nil {
+				f.failed <- err
+				return
+			}
+			f.free <- b
+		case <-f.done:
+			return
+		}
+	}
 }
 
 // Watcher is an observer over QUIC: it dials a Server, subscribes, and
@@ -185,11 +222,12 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 			}
 		}
 	}()
+	fb := newFeedbackWriter(st, conn.Context().Done())
+	go fb.run()
 	render := time.NewTicker(time.Second / time.Duration(w.cfg.RenderRate))
 	defer render.Stop()
 	ack := time.NewTicker(w.cfg.AckPeriod)
 	defer ack.Stop()
-	var out []byte
 	tick := Tick{Receiver: w.rx}
 	for {
 		select {
@@ -212,14 +250,23 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 			default:
 				w.rx.Datagram(w.now(), v.dg)
 			}
+		case err := <-fb.failed:
+			return err
 		case <-ack.C:
-			// Baselines held, keyframe requests and acknowledgements.
-			if out = w.rx.Feedback(out[:0]); len(out) == 0 {
-				continue
-			}
-			_ = st.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := st.Write(out); err != nil {
-				return err
+			// Baselines held, keyframe requests and acknowledgements. While
+			// the last feedback is still being written (a busy machine, a
+			// congested path) this one is skipped, not queued: the next
+			// one reports the receiver's state then, which is all the
+			// authority needs.
+			select {
+			case buf := <-fb.free:
+				if buf = w.rx.Feedback(buf[:0]); len(buf) == 0 {
+					fb.free <- buf
+					continue
+				}
+				fb.out <- buf
+			default:
+				tick.FeedbackSkipped++
 			}
 		case <-render.C:
 			tick.Now = w.now()
