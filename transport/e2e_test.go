@@ -158,7 +158,7 @@ func TestEndToEndQUIC(t *testing.T) {
 	// server pauses and every watcher converges on its state. Each stage
 	// waits for events; the guard only turns a hang into a failure that
 	// says where it stuck, well inside go test's own timeout.
-	guard := time.After(guardTime(t))
+	guard := timeGuard(t)
 	awaitAll(t, flowing, watchers, guard, "committed a frame")
 	awaitAll(t, ran, watchers, guard, fmt.Sprintf("committed %d frames", runFrames))
 	if *soak > 0 {
@@ -252,6 +252,9 @@ func guardTime(t *testing.T) time.Duration {
 	}
 	return 8 * time.Minute
 }
+
+// timeGuard fires at guardTime.
+func timeGuard(t *testing.T) <-chan time.Time { return time.After(guardTime(t)) }
 
 // awaitAll waits for n events on c (each one watcher's), failing once
 // guard fires.
