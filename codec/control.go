@@ -92,6 +92,7 @@ const (
 	TypeAck       MessageType = 0x11
 	TypeHeld      MessageType = 0x12
 	TypeKeyframes MessageType = 0x13
+	TypeHello     MessageType = 0x14
 )
 
 func (t MessageType) String() string {
@@ -122,6 +123,8 @@ func (t MessageType) String() string {
 		return "subscribe"
 	case TypeAck:
 		return "ack"
+	case TypeHello:
+		return "hello"
 	}
 	return fmt.Sprintf("type-0x%02x", uint8(t))
 }
@@ -172,6 +175,8 @@ func TypeOf(m Message) MessageType {
 		return TypeHeld
 	case Keyframes:
 		return TypeKeyframes
+	case Hello:
+		return TypeHello
 	}
 	return 0
 }
@@ -250,6 +255,17 @@ type Held struct{ Entries []HeldEntry }
 // observer lacks a baseline a delta named, or a frame failed its digest.
 type Keyframes struct{ Islands []uint32 }
 
+// Hello is the first message of an observer that presents a connect token
+// (package token): a server that requires tokens reads it before anything
+// else, and gives the observer a slot only when the token verifies. Token
+// holds the token's bytes, 1 … MaxHelloToken of them; the codec does not
+// look inside.
+type Hello struct{ Token []byte }
+
+// MaxHelloToken caps a Hello's token: it is read before the observer holds
+// anything, so what it can make the server buffer is small.
+const MaxHelloToken = 8 << 10
+
 // Subscribe tells the authority which islands an observer wants. All means
 // every island; otherwise Islands lists them in strictly ascending order (an
 // empty list subscribes to nothing).
@@ -280,6 +296,7 @@ func (Ack) Type() MessageType       { return TypeAck }
 func (Windows) Type() MessageType   { return TypeWindows }
 func (Held) Type() MessageType      { return TypeHeld }
 func (Keyframes) Type() MessageType { return TypeKeyframes }
+func (Hello) Type() MessageType     { return TypeHello }
 
 // Body sizes of the fixed parts.
 const (
@@ -308,6 +325,7 @@ func (m Ack) Size() int       { return ControlHeaderSize + ackHead + ackEntrySiz
 func (m Windows) Size() int   { return ControlHeaderSize + 4 + windowEntry*len(m.Entries) }
 func (m Held) Size() int      { return ControlHeaderSize + 4 + heldEntry*len(m.Entries) }
 func (m Keyframes) Size() int { return ControlHeaderSize + 4 + 4*len(m.Islands) }
+func (m Hello) Size() int     { return ControlHeaderSize + 2 + len(m.Token) }
 
 // appendEnvelope writes the length and type of a message of size bytes
 // (envelope included). It takes no Message interface, so appending a
@@ -368,6 +386,14 @@ func (m Cut) Append(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, m.Island)
 	b = binary.LittleEndian.AppendUint32(b, m.Segment)
 	return binary.LittleEndian.AppendUint64(b, uint64(m.Time))
+}
+
+// Append writes the Hello; a token longer than MaxHelloToken is the
+// caller's mistake and is written anyway (the parser refuses it).
+func (m Hello) Append(b []byte) []byte {
+	b = appendEnvelope(b, m.Type(), m.Size())
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(m.Token)))
+	return append(b, m.Token...)
 }
 
 func (m Subscribe) Append(b []byte) []byte {
@@ -504,6 +530,8 @@ func (p *ctlParser) message(t MessageType, lim *ControlLimits) (Message, error) 
 		return p.cut()
 	case TypeSubscribe:
 		return p.subscribe(lim.MaxIslands)
+	case TypeHello:
+		return p.hello()
 	case TypeAck:
 		return p.ack(lim.MaxIslands, nil)
 	case TypeWindows:
@@ -761,6 +789,23 @@ func (p *ctlParser) cut() (Cut, error) {
 		return Cut{}, err
 	}
 	return Cut{Island: p.u32(), Segment: p.u32(), Time: island.Time(p.u64())}, nil
+}
+
+func (p *ctlParser) hello() (Hello, error) {
+	if err := p.need(2, "hello token length"); err != nil {
+		return Hello{}, err
+	}
+	at := p.off
+	n := int(p.u16())
+	if n == 0 || n > MaxHelloToken {
+		return Hello{}, fail(ErrMalformed, at, "hello token length")
+	}
+	if err := p.need(n, "hello token"); err != nil {
+		return Hello{}, err
+	}
+	h := Hello{Token: slices.Clone(p.b[:n])}
+	p.b, p.off = p.b[n:], p.off+n
+	return h, nil
 }
 
 func (p *ctlParser) subscribe(max int) (Subscribe, error) {

@@ -44,6 +44,7 @@ func controlCases() []struct {
 		{"windows", Windows{Entries: []WindowEntry{{Island: 1, Gen: 4, Keep: 120}, {Island: 7, Gen: 1, Keep: 99}}}},
 		{"held", Held{Entries: []HeldEntry{{Island: 1, Window: 4, Newest: 126, Prior: 0b101}, {Island: 7, Window: 1, Newest: 101, Prior: 1}}}},
 		{"keyframes", Keyframes{Islands: []uint32{7, 40}}},
+		{"hello", Hello{Token: []byte{1, 0xfe, 0xff, 0x00, 0x07}}},
 		{"physics", goldenPhysics()},
 		{"edges", Announce{Time: -1, IDs: []island.MemberID{{Stable: math.MaxUint64, Generation: math.MaxUint32}, {}}}},
 	}
@@ -174,6 +175,10 @@ func TestControlRejects(t *testing.T) {
 		{"lease short", env(TypeLease, make([]byte, 11)...), ErrTruncated},
 		{"lease long", env(TypeLease, make([]byte, 13)...), ErrMalformed},
 		{"subscribe mode", env(TypeSubscribe, cat([]byte{2}, u32(0))...), ErrMalformed},
+		{"hello empty token", env(TypeHello, 0, 0), ErrMalformed},
+		{"hello token too long", env(TypeHello, 0x01, 0x20), ErrMalformed},
+		{"hello token cut short", env(TypeHello, 3, 0, 1, 2), ErrTruncated},
+		{"hello trailing", env(TypeHello, 1, 0, 1, 2), ErrMalformed},
 		{"subscribe all with list", env(TypeSubscribe, cat([]byte{0}, u32(1), u32(4))...), ErrMalformed},
 		{"subscribe unordered", env(TypeSubscribe, cat([]byte{1}, u32(2), u32(4), u32(4))...), ErrMalformed},
 		{"ack over cap", env(TypeAck, u32(3)...), ErrLimit},

@@ -18,7 +18,7 @@ if ! command -v qemu-s390x-static >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >/dev/null
 fi
 
-pkgs=(./island ./codec ./quant ./baseline)  # codec holds the frame and the control records
+pkgs=(./island ./codec ./quant ./baseline ./token)  # codec holds the frame and the control records, token the connect token
 run() {
   local qemu=$1; shift
   echo "xarch: $* go test ${pkgs[*]} (exec $qemu)"

@@ -17,16 +17,6 @@ import (
 	"github.com/islandsync/islandsync/island"
 )
 
-// Application error codes a connection is closed with.
-const (
-	CodeShutdown  quic.ApplicationErrorCode = 0x0 // the server stops
-	CodeProtocol  quic.ApplicationErrorCode = 0x1 // the peer sent something it must not: bad control bytes, a datagram, a wrong-direction message
-	CodeBacklog   quic.ApplicationErrorCode = 0x2 // the peer does not read its control stream: backlog over the cap
-	CodeFull      quic.ApplicationErrorCode = 0x3 // observer limit reached
-	CodeNoStream  quic.ApplicationErrorCode = 0x4 // no control stream opened in time
-	CodeDatagrams quic.ApplicationErrorCode = 0x5 // the path cannot carry a minimum-size datagram
-)
-
 // Source is what a Server broadcasts: a simulation stepped at a fixed rate.
 // Step returns the control messages (in order) and the frames of one step.
 type Source interface {

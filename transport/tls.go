@@ -25,7 +25,10 @@ const ALPN = "islandsync/1"
 // SelfSigned makes a fresh ECDSA P-256 certificate for localhost,
 // 127.0.0.1 and ::1, valid for 30 days, held only in memory. It returns the
 // certificate and its fingerprint (see Fingerprint), which observers pin.
-func SelfSigned() (tls.Certificate, string, error) {
+func SelfSigned() (tls.Certificate, string, error) { return selfSigned(30 * 24 * time.Hour) }
+
+// selfSigned is SelfSigned valid for the given time.
+func selfSigned(validity time.Duration) (tls.Certificate, string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, "", err
@@ -39,7 +42,7 @@ func SelfSigned() (tls.Certificate, string, error) {
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: "islandsync self-signed"},
 		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(30 * 24 * time.Hour),
+		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost"},

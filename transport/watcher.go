@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -34,7 +35,17 @@ type WatchConfig struct {
 	IdleTimeout time.Duration
 	// Reconnect makes Run dial again after a lost connection (with a fresh
 	// catch-up) instead of returning. DialTimeout bounds each attempt.
+	// Attempts back off: the wait doubles after every attempt that did not
+	// reach the server's Welcome, from ReconnectMin up to ReconnectMax,
+	// each drawn at random between half of it and all of it (so that many
+	// observers of one restarted server do not dial in step). A server
+	// whose certificate no longer matches the pin, or that refuses the
+	// observer (CloseError with Refused), ends Run instead: dialling again
+	// cannot help.
 	Reconnect bool
+	// ReconnectMin and ReconnectMax bound the wait between attempts. Zero
+	// means 200 ms and 10 s.
+	ReconnectMin, ReconnectMax time.Duration
 	// DialTimeout bounds one connection attempt. Zero means 5 s.
 	DialTimeout time.Duration
 	// Logger receives structured logs. Nil means slog.Default().
@@ -123,6 +134,15 @@ func NewWatcher(cfg WatchConfig) (*Watcher, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
+	if cfg.ReconnectMin <= 0 {
+		cfg.ReconnectMin = 200 * time.Millisecond
+	}
+	if cfg.ReconnectMax <= 0 {
+		cfg.ReconnectMax = 10 * time.Second
+	}
+	if cfg.ReconnectMax < cfg.ReconnectMin {
+		return nil, errors.New("transport: WatchConfig.ReconnectMax below ReconnectMin")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -142,27 +162,68 @@ func (w *Watcher) now() int64 { return time.Since(w.start).Microseconds() }
 // Run connects and serves until ctx ends (then it returns nil), or until
 // the connection is lost and Reconnect is off (then it returns why).
 // onTick, if not nil, runs on Run's goroutine after every render.
+//
+// A pin that no longer matches the server's certificate ends Run with an
+// error wrapping ErrPinMismatch, and a refusal with a *CloseError whose
+// Refused reports true, reconnecting or not.
 func (w *Watcher) Run(ctx context.Context, onTick func(*Tick)) error {
 	connected := false
+	wait := backoff{min: w.cfg.ReconnectMin, max: w.cfg.ReconnectMax}
 	for {
+		welcomes := w.welcomes()
 		err := w.session(ctx, onTick, &connected)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !connected {
+		var ce *CloseError
+		switch {
+		case errors.Is(err, ErrPinMismatch):
+			return fmt.Errorf("%s: %w", w.cfg.Addr, err)
+		case errors.As(err, &ce) && ce.Refused():
+			return err
+		case !connected:
 			return fmt.Errorf("%w to %s: %w", ErrConnect, w.cfg.Addr, err)
-		}
-		if !w.cfg.Reconnect {
+		case !w.cfg.Reconnect:
 			return err
 		}
-		w.log.Info("connection lost; reconnecting", "err", err)
+		if w.welcomes() != welcomes {
+			wait.reset() // that session was served: start over
+		}
+		d := wait.next(rand.N[time.Duration])
+		w.log.Info("connection lost; reconnecting", "err", err, "in", d)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(d):
 		}
 	}
 }
+
+// welcomes counts the Welcomes the receiver has had.
+func (w *Watcher) welcomes() uint64 {
+	st := w.rx.Stats()
+	return st.Timelines + st.Reconnects
+}
+
+// backoff is the wait before each reconnect: it doubles from min up to max,
+// and each wait is drawn between half of it and all of it.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+// next returns the wait before the next attempt and doubles the one after;
+// randN(n) draws from [0, n).
+func (b *backoff) next(randN func(time.Duration) time.Duration) time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	}
+	d := b.cur/2 + randN(b.cur/2+1)
+	b.cur = min(2*b.cur, b.max)
+	return d
+}
+
+// reset starts the waits over from min.
+func (b *backoff) reset() { b.cur = 0 }
 
 type inbound struct {
 	raw  []byte        // one whole control message, unparsed
@@ -171,7 +232,7 @@ type inbound struct {
 	err  error
 }
 
-func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bool) error {
+func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bool) (err error) {
 	dctx, cancel := context.WithTimeout(ctx, w.cfg.DialTimeout)
 	conn, err := quic.DialAddr(dctx, w.cfg.Addr, w.cfg.TLS, quicConfig(w.cfg.IdleTimeout))
 	cancel()
@@ -179,6 +240,15 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 		return err
 	}
 	defer conn.CloseWithError(CodeShutdown, "")
+	defer func() {
+		// However the loop noticed the end (a read, a write), a close by
+		// the server is reported as the server's CloseError.
+		if ce := closeError(context.Cause(conn.Context())); conn.Context().Err() != nil {
+			if _, ok := ce.(*CloseError); ok {
+				err = ce
+			}
+		}
+	}()
 	st, err := conn.OpenStreamSync(ctx)
 	if err != nil {
 		return err
