@@ -89,6 +89,25 @@ type observer struct {
 	out         []Datagram
 	acks        map[uint32]codec.AckEntry
 	v2          map[uint32]*obsIsland // wire v2: per island, what this observer holds
+	restricted  bool                  // subscriptions are cut to allowed
+	allowed     []uint32              // ascending, when restricted
+}
+
+// limit cuts a subscription to what the observer may see.
+func (o *observer) limit(s codec.Subscribe) codec.Subscribe {
+	if !o.restricted {
+		return s
+	}
+	if s.All {
+		return codec.Subscribe{Islands: o.allowed}
+	}
+	var cut []uint32
+	for _, isl := range s.Islands {
+		if _, ok := slices.BinarySearch(o.allowed, isl); ok {
+			cut = append(cut, isl)
+		}
+	}
+	return codec.Subscribe{Islands: cut}
 }
 
 func (o *observer) wants(islandID uint32) bool {
@@ -249,14 +268,31 @@ func (b *Broadcaster) Leave(id ObserverID) { delete(b.observers, id) }
 // Observers returns how many observers are joined.
 func (b *Broadcaster) Observers() int { return len(b.observers) }
 
-// Subscribe replaces an observer's subscription. Islands it gains get their
-// Lease, Manifest and Physics queued now (the catch-up), before any of their frames;
-// islands it loses get a Forget.
+// Restrict limits, from now on, what an observer may see to islands
+// (strictly ascending): its subscription now and every later one is cut to
+// them, All meaning exactly those islands. It is how a connect token that
+// lists islands is enforced; islands it cuts from the current subscription
+// get a Forget.
+func (b *Broadcaster) Restrict(id ObserverID, islands []uint32) error {
+	o := b.observers[id]
+	if o == nil {
+		return ErrNoObserver
+	}
+	cur := codec.Subscribe{All: o.all, Islands: o.subs}
+	o.restricted, o.allowed = true, slices.Clone(islands)
+	return b.Subscribe(id, cur)
+}
+
+// Subscribe replaces an observer's subscription (cut to what Restrict
+// allows it). Islands it gains get their Lease, Manifest and Physics queued
+// now (the catch-up), before any of their frames; islands it loses get a
+// Forget.
 func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 	o := b.observers[id]
 	if o == nil {
 		return ErrNoObserver
 	}
+	s = o.limit(s)
 	for _, isl := range b.liveIslands() {
 		had := o.wants(isl)
 		now := s.All

@@ -346,3 +346,46 @@ func TestFeedbackBytes(t *testing.T) {
 		t.Fatalf("unknown type: applied %d, %v", n, err)
 	}
 }
+
+// TestRestrict: an observer restricted to islands (a connect token that
+// lists them) sees only those, whatever it subscribes to: All becomes the
+// list, a list is cut to it, and restricting a live subscription forgets
+// what falls outside.
+func TestRestrict(t *testing.T) {
+	b, _ := New(Config{Timeline: 1})
+	live(t, b, 1, ids(1, 2))
+	live(t, b, 2, ids(3, 2))
+	live(t, b, 3, ids(5, 2))
+	subscribeAll(t, b, 5)
+	_, _ = b.Take(5, nil, nil)
+	if err := b.Restrict(5, []uint32{2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	ctl, _ := b.Take(5, nil, nil)
+	if got := types(parseAll(t, ctl)); got != "forget " {
+		t.Fatalf("restricting: %s", got)
+	}
+	if err := b.Subscribe(5, codec.Subscribe{Islands: []uint32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Subscribe(5, codec.Subscribe{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	b.Frames([]*island.Frame{frameOf(1, ids(1, 2), 1), frameOf(2, ids(3, 2), 1), frameOf(3, ids(5, 2), 1)})
+	ctl, dgs := b.Take(5, nil, nil)
+	// [1, 2] is cut to [2] (island 3 forgotten), All to [2, 3] (3 back).
+	msgs := parseAll(t, ctl)
+	if got := types(msgs); got != "forget lease manifest " || msgs[0].(codec.Forget).Island != 3 || msgs[1].(codec.Lease).Island != 3 {
+		t.Fatalf("after subscribing [1 2], then all: %s %+v", got, msgs)
+	}
+	for _, d := range dgs {
+		for _, isl := range d.Islands {
+			if isl == 1 {
+				t.Fatalf("island 1 was sent: %+v", dgs)
+			}
+		}
+	}
+	if err := b.Restrict(99, nil); !errors.Is(err, ErrNoObserver) {
+		t.Fatalf("unknown observer: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/quic-go/quic-go"
 )
@@ -62,4 +63,11 @@ func closeError(cause error) error {
 		return &CloseError{Code: ae.ErrorCode, Reason: ae.ErrorMessage}
 	}
 	return cause
+}
+
+// positive sets a zero or negative config field to its default.
+func positive[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }

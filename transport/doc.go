@@ -9,35 +9,80 @@
 // # Security
 //
 // TLS 1.3 always, ALPN "islandsync/1". A server without a certificate of its
-// own uses SelfSigned, made in memory, and prints its SHA-256 fingerprint;
-// ClientTLS with that pin accepts exactly that certificate. Without a pin,
-// the server's certificate must verify against the given or the system's
-// roots. Nothing connects unverified.
+// own uses one it keeps (Identity: a key and self-signed certificate made
+// once in a state directory, mode 0700, and loaded on every later run, so a
+// restart keeps its fingerprint) or SelfSigned, made in memory for one run.
+// ClientTLS with the fingerprint as pin accepts exactly that certificate.
+// Without a pin, the server's certificate must verify against the given or
+// the system's roots. Nothing connects unverified. A Watcher whose pin no
+// longer matches ends Run with ErrPinMismatch instead of dialling again.
+//
+// The pin authenticates the server. With ServerConfig.TokenKeys the server
+// authenticates observers too: each must present a connect token (package
+// token) signed by the game's backend in a Hello before it gets a slot or a
+// byte of the world; a token that lists islands restricts the observer to
+// them (broadcast.Broadcaster.Restrict), and one connection at a time holds
+// a token's observer id (a newer one closes the older with CodeReplaced).
+// Without keys the server is open to anyone who can reach it.
+//
+// # Admission
+//
+// A connection becomes an observer only once it is admitted: its control
+// stream, its Hello (with TokenKeys) and a whole Subscribe must arrive
+// within SubscribeTimeout of the handshake, or it is closed (CodeNoStream,
+// CodeToken); until then it holds no observer slot, and at most
+// MaxAdmitting connections are being admitted at once (more: CodeFull).
+// Handshakes in progress are capped at four times that. A refused join
+// closes with CodeFull, CodeToken or CodeReplaced, and a Watcher ends Run
+// with that *CloseError (Refused reports true) rather than dialling again;
+// other losses are dialled again with an exponential, jittered backoff.
 //
 // # Limits
 //
-// Everything an observer can make the server hold is bounded:
+// Everything an observer can make the server hold is bounded, in bytes and
+// in time:
 //
 //   - MaxObservers connections; one control stream each (more streams are
-//     refused by QUIC's stream limit); a control stream must arrive within 5 s.
-//   - Control from an observer: 64 KiB per message, and at most 4 messages
-//     read ahead of the goroutine that applies them, in buffers that go
-//     round (reading an observer's feedback allocates nothing once they
-//     have grown); a parse error, an authority message or any datagram from
-//     an observer closes the connection with CodeProtocol, and what it sent
-//     after is ignored. Other observers do not notice.
-//   - Control to an observer: ControlBacklog bytes not yet written (an
-//     observer that never reads); past it, CodeBacklog.
+//     refused by QUIC's stream limit).
+//   - Control from an observer: 64 KiB per message; once a message's first
+//     byte has arrived the whole of it must within MessageTimeout
+//     (CodeSlowRead). At most 4 messages are read ahead of the goroutine
+//     that applies them, in buffers that go round (reading an observer's
+//     feedback allocates nothing once they have grown); a parse error, an
+//     authority message or any datagram from an observer closes the
+//     connection with CodeProtocol, and what it sent after is ignored.
+//     Other observers do not notice.
+//   - Control to an observer: ControlBacklog bytes not yet written; past
+//     it, CodeBacklog. The writer hands QUIC 16 KiB at a time, and a chunk
+//     that cannot go within StallTimeout (the observer does not read, and
+//     its flow-control window is full) closes it with CodeBacklog too.
+//   - An observer that is sent datagrams must say something back at least
+//     once per StallTimeout (a Watcher sends feedback every AckPeriod, and an
+//     empty Ack every second when it has nothing to report); one that stays
+//     silent that long — a client that reads nothing — is closed with
+//     CodeBacklog.
 //   - Datagrams to an observer: DatagramQueue entries. A broadcast's
 //     datagrams replace queued ones whose islands all have a newer frame in
 //     it, and past the cap the oldest go; both are counted
 //     (islandsync_frames_dropped_slow_observer_total).
 //
+// So one observer holds at most ControlBacklog bytes of control and
+// DatagramQueue datagrams (each at most its datagram cap) on the server,
+// and an observer that reads nothing holds them for at most StallTimeout
+// (10 s by default) past its first datagram.
+//
 // The datagram cap of each observer is what its QUIC path carries when it
 // joins (quic-go's DatagramTooLargeError reports it; nothing is sent), and
 // its frames are encoded for that cap. Idle connections close after
-// IdleTimeout; keep-alives go out at a quarter of it. A Watcher with
-// Reconnect dials again after a lost connection and gets a fresh catch-up;
-// a restarted server has a new timeline, and the watcher's playout clock
-// waits for it and resumes on it.
+// IdleTimeout; keep-alives go out at a quarter of it.
+//
+// # Sessions
+//
+// No deadline of the watcher's own ends a session: its feedback goes from a
+// goroutine of its own, and a feedback period whose write cannot go yet is
+// skipped (Tick.FeedbackSkipped), not fatal. A Watcher with Reconnect dials
+// again after a lost connection and gets a fresh catch-up; a restarted
+// server has a new timeline, and every stage of the receiver starts over on
+// it (receiver.Receiver resets them all on a Welcome) while the playout
+// clock waits for it and resumes on it.
 package transport

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/quic-go/quic-go"
 )
 
 // Metrics are the server's Prometheus metrics. A nil *Metrics records
@@ -13,10 +15,33 @@ type Metrics struct {
 	FramesDropped prometheus.Counter // frames dropped for slow observers
 	DatagramsSlow prometheus.Counter // datagrams dropped for slow observers
 	Rejects       *prometheus.CounterVec
+	// HandshakesFailed counts handshakes that ended without a connection,
+	// by result: "failed" (a bad pin, a client that gave up, a TLS error)
+	// or "refused" (over the cap of handshakes in progress).
+	HandshakesFailed *prometheus.CounterVec
+	// JoinsRefused counts connections closed before they joined, by
+	// reason: "full", "admission-full", "no-stream", "no-subscribe",
+	// "datagram-too-small".
+	JoinsRefused *prometheus.CounterVec
+	// TokensRefused counts connect tokens refused, by reason: "missing",
+	// "malformed", "version", "signature", "expired".
+	TokensRefused *prometheus.CounterVec
+	// Closes counts connections the server closed, by code name (CodeName).
+	Closes *prometheus.CounterVec
+	// QueueAge is, at every broadcast, how long the oldest control byte or
+	// datagram queued for each observer has waited, in seconds.
+	QueueAge prometheus.Histogram
+	// QueueAgeMax is the largest such age over all observers at the last
+	// broadcast, in seconds.
+	QueueAgeMax prometheus.Gauge
 }
 
-// NewMetrics creates the metrics and registers them with reg.
+// NewMetrics creates the metrics and registers them with reg, together
+// with the Go runtime's and the process's own collectors.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	counters := func(name, help, label string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "islandsync", Name: name, Help: help}, []string{label})
+	}
 	m := &Metrics{
 		Observers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "islandsync", Name: "observers",
 			Help: "Observers connected."}),
@@ -28,10 +53,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Queued frames dropped because an observer fell behind (a newer frame of the island replaced it, or the queue was full)."}),
 		DatagramsSlow: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "datagrams_dropped_slow_observer_total",
 			Help: "Queued datagrams dropped because an observer fell behind."}),
-		Rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "islandsync", Name: "rejects_total",
-			Help: "Connections closed or input refused, by reason."}, []string{"reason"}),
+		Rejects: counters("rejects_total", "Connections closed or input refused, by reason.", "reason"),
+		HandshakesFailed: counters("handshakes_failed_total",
+			"Handshakes that ended without a connection: failed (bad pin, TLS error, gave up) or refused (too many in progress).", "result"),
+		JoinsRefused:  counters("joins_refused_total", "Connections closed before they joined, by reason.", "reason"),
+		TokensRefused: counters("tokens_refused_total", "Connect tokens refused, by reason.", "reason"),
+		Closes:        counters("closes_total", "Connections the server closed, by application error code.", "code"),
+		QueueAge: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Name: "observer_queue_age_seconds",
+			Help:    "At every broadcast, per observer: how long the oldest queued control byte or datagram has waited.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}),
+		QueueAgeMax: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "islandsync", Name: "observer_queue_age_max_seconds",
+			Help: "The largest observer queue age at the last broadcast."}),
 	}
-	reg.MustRegister(m.Observers, m.DatagramsSent, m.BytesSent, m.FramesDropped, m.DatagramsSlow, m.Rejects)
+	reg.MustRegister(m.Observers, m.DatagramsSent, m.BytesSent, m.FramesDropped, m.DatagramsSlow, m.Rejects,
+		m.HandshakesFailed, m.JoinsRefused, m.TokensRefused, m.Closes, m.QueueAge, m.QueueAgeMax,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -59,4 +95,41 @@ func (m *Metrics) reject(reason string) {
 	if m != nil {
 		m.Rejects.WithLabelValues(reason).Inc()
 	}
+}
+
+func (m *Metrics) handshakeFailed(result string) {
+	if m != nil {
+		m.HandshakesFailed.WithLabelValues(result).Inc()
+	}
+}
+
+func (m *Metrics) joinRefused(reason string) {
+	if m != nil {
+		m.JoinsRefused.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) tokenRefused(reason string) {
+	if m != nil {
+		m.TokensRefused.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) closed(code quic.ApplicationErrorCode) {
+	if m != nil {
+		m.Closes.WithLabelValues(CodeName(code)).Inc()
+	}
+}
+
+// queueAges records one broadcast's observer queue ages, in seconds.
+func (m *Metrics) queueAges(ages []float64) {
+	if m == nil {
+		return
+	}
+	worst := 0.0
+	for _, a := range ages {
+		m.QueueAge.Observe(a)
+		worst = max(worst, a)
+	}
+	m.QueueAgeMax.Set(worst)
 }

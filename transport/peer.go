@@ -2,14 +2,18 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/quic-go/quic-go"
 
 	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/token"
 )
 
 // peer is one observer connection on the server: a bounded control byte
@@ -22,12 +26,17 @@ type peer struct {
 	remote      net.Addr
 	maxDatagram int
 	m           *Metrics
-	broke       bool // Run's alone: the observer broke the protocol; its messages still queued are ignored
+	broke       bool         // Run's alone: the observer broke the protocol; its messages still queued are ignored
+	token       *token.Token // what its connect token granted; nil without one
+	stall       time.Duration
+	heard       atomic.Int64 // Unix ns of the last control message from the observer
+	sentSince   time.Time    // Run's alone: when its first datagram was queued; zero before
 
 	mu        sync.Mutex
-	ctl       []byte // control bytes not yet written
+	ctl       []byte    // control bytes not yet written
+	ctlSince  time.Time // when the oldest of them was queued
 	ctlCap    int
-	dgs       []broadcast.Datagram // datagrams not yet sent
+	dgs       []queued // datagrams not yet sent
 	dgCap     int
 	wake      chan struct{} // writer wake-up (control)
 	wakeDG    chan struct{} // sender wake-up (datagrams)
@@ -36,9 +45,47 @@ type peer struct {
 	closeOnce sync.Once
 }
 
-func newPeer(id broadcast.ObserverID, conn *quic.Conn, dgCap, ctlCap int, m *Metrics) *peer {
-	return &peer{id: id, conn: conn, remote: conn.RemoteAddr(), m: m, ctlCap: ctlCap, dgCap: dgCap,
+// queued is one datagram waiting for its observer, with when it was queued.
+type queued struct {
+	broadcast.Datagram
+	at time.Time
+}
+
+func newPeer(id broadcast.ObserverID, conn *quic.Conn, dgCap, ctlCap int, stall time.Duration, m *Metrics) *peer {
+	return &peer{id: id, conn: conn, remote: conn.RemoteAddr(), m: m, ctlCap: ctlCap, dgCap: dgCap, stall: stall,
 		wake: make(chan struct{}, 1), wakeDG: make(chan struct{}, 1)}
+}
+
+// hear notes a control message from the observer at now.
+func (p *peer) hear(now time.Time) { p.heard.Store(now.UnixNano()) }
+
+// silent reports whether the observer has been sent datagrams for longer
+// than the stall bound while sending nothing back for that long: a client
+// that reads nothing (a live one sends feedback several times a second,
+// and at least an empty Ack every second). Run calls it after queueing.
+func (p *peer) silent(now time.Time, sent bool) bool {
+	if sent && p.sentSince.IsZero() {
+		p.sentSince = now
+	}
+	if p.sentSince.IsZero() || now.Sub(p.sentSince) <= p.stall {
+		return false
+	}
+	return now.Sub(time.Unix(0, p.heard.Load())) > p.stall
+}
+
+// queueAge returns how long the oldest control byte or datagram queued for
+// the observer has waited, at now; zero when nothing waits.
+func (p *peer) queueAge(now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var age time.Duration
+	if len(p.ctl) > 0 {
+		age = now.Sub(p.ctlSince)
+	}
+	if len(p.dgs) > 0 {
+		age = max(age, now.Sub(p.dgs[0].at))
+	}
+	return age
 }
 
 func (p *peer) start() {
@@ -58,6 +105,9 @@ func (p *peer) queueControl(b []byte) bool {
 		p.mu.Unlock()
 		return false
 	}
+	if len(p.ctl) == 0 {
+		p.ctlSince = time.Now()
+	}
 	p.ctl = append(p.ctl, b...)
 	p.mu.Unlock()
 	signal(p.wake)
@@ -68,6 +118,7 @@ func (p *peer) queueControl(b []byte) bool {
 // islands all have a newer frame in this broadcast are dropped first; past
 // the cap the oldest go. It returns the frames and datagrams dropped.
 func (p *peer) queueDatagrams(dgs []broadcast.Datagram) (frames, datagrams int) {
+	now := time.Now()
 	var fresh []uint32
 	for _, d := range dgs {
 		for _, isl := range d.Islands {
@@ -96,7 +147,10 @@ func (p *peer) queueDatagrams(dgs []broadcast.Datagram) (frames, datagrams int) 
 		kept = append(kept, d)
 	}
 	clear(p.dgs[len(kept):])
-	p.dgs = append(kept, dgs...)
+	p.dgs = kept
+	for _, d := range dgs {
+		p.dgs = append(p.dgs, queued{d, now})
+	}
 	if over := len(p.dgs) - p.dgCap; over > 0 {
 		for _, d := range p.dgs[:over] {
 			frames += len(d.Islands)
@@ -126,6 +180,11 @@ func signal(c chan struct{}) {
 	}
 }
 
+// writeChunk is how much control the writer hands QUIC at a time: each
+// chunk must go within the stall bound, so an observer that reads slowly but
+// steadily keeps its connection however large its catch-up.
+const writeChunk = 16 << 10
+
 func (p *peer) writeControl() {
 	var buf []byte
 	for {
@@ -137,12 +196,20 @@ func (p *peer) writeControl() {
 		p.mu.Lock()
 		buf, p.ctl = p.ctl, buf[:0]
 		p.mu.Unlock()
-		if len(buf) == 0 {
-			continue
-		}
-		if _, err := p.stream.Write(buf); err != nil {
-			p.close(CodeShutdown, "")
-			return
+		for b := buf; len(b) > 0; {
+			n := min(len(b), writeChunk)
+			_ = p.stream.SetWriteDeadline(time.Now().Add(p.stall))
+			if _, err := p.stream.Write(b[:n]); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					p.m.reject("control-stalled")
+					p.close(CodeBacklog, "control stream not read")
+					return
+				}
+				p.close(CodeShutdown, "")
+				return
+			}
+			b = b[n:]
 		}
 	}
 }
@@ -161,7 +228,7 @@ func (p *peer) sendDatagrams() {
 				break
 			}
 			d := p.dgs[0]
-			p.dgs[0] = broadcast.Datagram{}
+			p.dgs[0] = queued{}
 			p.dgs = p.dgs[1:]
 			p.mu.Unlock()
 			// SendDatagram blocks while quic-go's own small queue is full:
@@ -180,6 +247,7 @@ func (p *peer) sendDatagrams() {
 
 func (p *peer) close(code quic.ApplicationErrorCode, reason string) {
 	p.closeOnce.Do(func() {
+		p.m.closed(code)
 		p.mu.Lock()
 		p.closed = true
 		p.reason = fmt.Sprintf("code %d %s", code, reason)

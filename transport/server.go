@@ -2,12 +2,14 @@ package transport
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -15,6 +17,7 @@ import (
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/token"
 )
 
 // Source is what a Server broadcasts: a simulation stepped at a fixed rate.
@@ -57,6 +60,31 @@ type ServerConfig struct {
 	// carries (see broadcast.Config.Parity). Zero means
 	// broadcast.DefaultParity; negative means none.
 	Parity int
+
+	// SubscribeTimeout bounds an observer's admission: from its handshake,
+	// its control stream and a whole Subscribe on it (after a valid Hello,
+	// with TokenKeys) must arrive within it, or the connection is closed
+	// with CodeNoStream (CodeToken without the Hello). Until then it holds
+	// no observer slot. Zero means 5 s.
+	SubscribeTimeout time.Duration
+	// MessageTimeout bounds one control message from a joined observer:
+	// once its first byte has arrived, the whole message must within it,
+	// or the connection is closed with CodeSlowRead. Zero means 5 s.
+	MessageTimeout time.Duration
+	// StallTimeout bounds an observer that does not read its control
+	// stream: when control bytes queued for it make no progress for this
+	// long, the connection is closed with CodeBacklog. Zero means 10 s.
+	StallTimeout time.Duration
+	// MaxAdmitting caps connections past their handshake that have not yet
+	// subscribed; more are closed with CodeFull at once. Zero means
+	// MaxObservers. Handshakes in progress are capped at four times it
+	// (refused before any TLS work).
+	MaxAdmitting int
+	// TokenKeys, when not empty, make the server require a connect token
+	// (package token) signed by one of them in every observer's Hello
+	// before it gets a slot or a byte of the world; a token that lists
+	// islands restricts the observer to them. Empty: no token is needed.
+	TokenKeys []ed25519.PublicKey
 }
 
 func (c *ServerConfig) defaults() error {
@@ -66,21 +94,15 @@ func (c *ServerConfig) defaults() error {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:4242"
 	}
-	if c.StepRate <= 0 {
-		c.StepRate = 60
-	}
-	if c.MaxObservers <= 0 {
-		c.MaxObservers = 256
-	}
-	if c.DatagramQueue <= 0 {
-		c.DatagramQueue = 512
-	}
-	if c.ControlBacklog <= 0 {
-		c.ControlBacklog = 4 << 20
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 10 * time.Second
-	}
+	positive(&c.StepRate, 60)
+	positive(&c.MaxObservers, 256)
+	positive(&c.DatagramQueue, 512)
+	positive(&c.ControlBacklog, 4<<20)
+	positive(&c.IdleTimeout, 10*time.Second)
+	positive(&c.SubscribeTimeout, 5*time.Second)
+	positive(&c.MessageTimeout, 5*time.Second)
+	positive(&c.StallTimeout, 10*time.Second)
+	positive(&c.MaxAdmitting, c.MaxObservers)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -113,6 +135,11 @@ type Server struct {
 	nextID broadcast.ObserverID
 	paused bool
 	pauseC chan bool
+
+	admitting  atomic.Int64     // connections past the handshake, not yet joined
+	handshakes atomic.Int64     // handshakes in progress
+	byToken    map[uint64]*peer // Run's alone: the connection holding each token's observer id
+	ages       []float64        // flush's scratch: observer queue ages
 }
 
 type eventKind uint8
@@ -130,6 +157,7 @@ type event struct {
 	raw  []byte        // evMessage: one whole control message, unparsed
 	free chan<- []byte // evMessage: where raw goes back once applied
 	fn   func()
+	sub  codec.Subscribe // evJoin: the observer's first subscription
 }
 
 // Listen opens the UDP socket and prepares a server for src. Nothing is
@@ -153,14 +181,47 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", cfg.Listen, err)
 	}
-	tr := &quic.Transport{Conn: udp}
-	ln, err := tr.Listen(cfg.TLS, quicConfig(cfg.IdleTimeout))
+	s := &Server{cfg: cfg, udp: udp, bc: bc, src: src, log: cfg.Logger, m: cfg.Metrics,
+		events: make(chan event, 1024), conns: map[broadcast.ObserverID]*peer{}, pauseC: make(chan bool),
+		byToken: map[uint64]*peer{}}
+	s.tr = &quic.Transport{Conn: udp, ConnContext: s.connContext}
+	s.ln, err = s.tr.Listen(cfg.TLS, quicConfig(cfg.IdleTimeout))
 	if err != nil {
 		_ = udp.Close()
 		return nil, fmt.Errorf("transport: listen %s: %w", cfg.Listen, err)
 	}
-	return &Server{cfg: cfg, ln: ln, tr: tr, udp: udp, bc: bc, src: src, log: cfg.Logger, m: cfg.Metrics,
-		events: make(chan event, 1024), conns: map[broadcast.ObserverID]*peer{}, pauseC: make(chan bool)}, nil
+	return s, nil
+}
+
+// handshake follows one incoming connection through its handshake.
+type handshake struct{ accepted atomic.Bool }
+
+type handshakeKey struct{}
+
+// connContext runs when a connection starts its handshake: past the cap of
+// handshakes in progress it is refused before any TLS work; a handshake
+// that ends without the connection being accepted is counted as failed.
+func (s *Server) connContext(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
+	if s.handshakes.Add(1) > int64(4*s.cfg.MaxAdmitting) {
+		s.handshakes.Add(-1)
+		s.m.handshakeFailed("refused")
+		return nil, errors.New("transport: too many handshakes in progress")
+	}
+	h := &handshake{}
+	context.AfterFunc(ctx, func() {
+		if !h.accepted.Load() {
+			s.handshakes.Add(-1)
+			s.m.handshakeFailed("failed")
+		}
+	})
+	return context.WithValue(ctx, handshakeKey{}, h), nil
+}
+
+// accepted marks a connection's handshake done.
+func (s *Server) accepted(conn *quic.Conn) {
+	if h, ok := conn.Context().Value(handshakeKey{}).(*handshake); ok && h.accepted.CompareAndSwap(false, true) {
+		s.handshakes.Add(-1)
+	}
 }
 
 // Addr returns the address the server listens on.
@@ -218,7 +279,13 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) flush(ctl *[]byte, dgs *[]broadcast.Datagram) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
+	s.ages = s.ages[:0]
+	defer func() { s.m.queueAges(s.ages) }()
 	for id, p := range s.conns {
+		if s.m != nil {
+			s.ages = append(s.ages, p.queueAge(now).Seconds())
+		}
 		*ctl, *dgs = s.bc.Take(id, (*ctl)[:0], (*dgs)[:0])
 		if len(*ctl) > 0 && !p.queueControl(*ctl) {
 			s.log.Warn("observer control backlog over the cap; closing", "observer", id, "remote", p.remote)
@@ -228,6 +295,12 @@ func (s *Server) flush(ctl *[]byte, dgs *[]broadcast.Datagram) {
 		if len(*dgs) > 0 {
 			frames, datagrams := p.queueDatagrams(*dgs)
 			s.m.droppedSlow(frames, datagrams)
+		}
+		if p.silent(now, len(*dgs) > 0) && !p.broke {
+			p.broke = true
+			s.log.Warn("observer sends nothing back; closing", "observer", id, "remote", p.remote)
+			s.m.reject("silent")
+			go p.close(CodeBacklog, "observer silent: reads nothing")
 		}
 	}
 }
@@ -240,10 +313,21 @@ func (s *Server) handle(ev event) {
 	case evJoin:
 		if err := s.bc.Join(p.id, p.maxDatagram); err != nil {
 			s.log.Warn("join refused", "remote", p.remote, "err", err)
-			s.m.reject("join-refused")
+			s.m.joinRefused("full")
 			go p.close(CodeFull, err.Error())
 			return
 		}
+		if p.token != nil {
+			if old := s.byToken[p.token.Observer]; old != nil {
+				s.log.Info("observer token presented again; closing the older connection", "token_observer", p.token.Observer, "remote", old.remote)
+				go old.close(CodeReplaced, "a newer connection presented this observer's token")
+			}
+			s.byToken[p.token.Observer] = p
+			if len(p.token.Islands) > 0 {
+				_ = s.bc.Restrict(p.id, p.token.Islands)
+			}
+		}
+		_ = s.bc.Subscribe(p.id, ev.sub)
 		s.mu.Lock()
 		s.conns[p.id] = p
 		s.mu.Unlock()
@@ -254,6 +338,9 @@ func (s *Server) handle(ev event) {
 		_, ok := s.conns[p.id]
 		delete(s.conns, p.id)
 		s.mu.Unlock()
+		if p.token != nil && s.byToken[p.token.Observer] == p {
+			delete(s.byToken, p.token.Observer)
+		}
 		if ok {
 			s.bc.Leave(p.id)
 			s.m.observers(s.bc.Observers())
@@ -288,6 +375,7 @@ func (s *Server) accept(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		s.accepted(conn)
 		s.mu.Lock()
 		s.nextID++
 		id := s.nextID
@@ -296,28 +384,19 @@ func (s *Server) accept(ctx context.Context) {
 	}
 }
 
-// serve runs one connection: it waits for the observer's control stream,
-// joins it to the broadcaster, then reads its control messages until the
-// connection ends.
+// serve runs one connection: it admits the observer (its control stream,
+// its Hello when tokens are required, its first Subscribe, all within
+// SubscribeTimeout), joins it to the broadcaster, then reads its control
+// messages until the connection ends.
 func (s *Server) serve(ctx context.Context, id broadcast.ObserverID, conn *quic.Conn) {
-	p := newPeer(id, conn, s.cfg.DatagramQueue, s.cfg.ControlBacklog, s.m)
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	st, err := conn.AcceptStream(sctx)
-	cancel()
-	if err != nil {
-		s.m.reject("no-stream")
-		p.close(CodeNoStream, "no control stream")
+	p := newPeer(id, conn, s.cfg.DatagramQueue, s.cfg.ControlBacklog, s.cfg.StallTimeout, s.m)
+	sub, rd, ok := s.admit(ctx, p)
+	if !ok {
 		return
 	}
-	p.stream = st
-	p.maxDatagram = datagramCap(conn)
-	if p.maxDatagram < codec.MinMaxDatagram {
-		s.m.reject("datagram-too-small")
-		p.close(CodeDatagrams, "path too small for datagrams")
-		return
-	}
+	p.hear(time.Now())
 	p.start()
-	s.events <- event{kind: evJoin, p: p}
+	s.events <- event{kind: evJoin, p: p, sub: sub}
 	defer func() { s.events <- event{kind: evLeave, p: p} }()
 
 	// Observers send no datagrams: any is garbage, and so is the sender.
@@ -328,32 +407,140 @@ func (s *Server) serve(ctx context.Context, id broadcast.ObserverID, conn *quic.
 			p.close(CodeProtocol, "observers send no datagrams")
 		}
 	}()
-	rd := newControlReader(st, codec.ControlLimits{MaxMessage: 64 << 10})
+	rd.bound(p.stream.SetReadDeadline, s.cfg.MessageTimeout)
 	for {
 		b, err := rd.take(conn.Context().Done())
 		if err != nil {
-			if r := codec.Reason(err); r != "" {
-				s.log.Warn("observer sent bad control bytes; closing", "observer", id, "err", err)
-				s.m.reject("control-" + r)
-				p.close(CodeProtocol, "bad control message")
-			}
-			p.close(CodeShutdown, "")
+			s.readFailed(p, err)
 			return
 		}
 		// The body is parsed where it is applied (Run); the direction is
 		// in the envelope already.
-		if t := codec.MessageType(b[4]); t.FromServer() {
-			s.log.Warn("observer sent an authority message; closing", "observer", id, "type", t.String())
+		if t := codec.MessageType(b[4]); t.FromServer() || t == codec.TypeHello {
+			s.log.Warn("observer sent a message it must not; closing", "observer", id, "type", t.String())
 			s.m.reject("wrong-direction")
 			p.close(CodeProtocol, "wrong-direction message")
 			return
 		}
+		p.hear(time.Now())
 		select {
 		case s.events <- event{kind: evMessage, p: p, raw: b, free: rd.free}:
 		case <-conn.Context().Done():
 			return
 		}
 	}
+}
+
+// readFailed closes a connection whose control stream could not be read:
+// bad bytes, a message that did not arrive in time, or the end of the
+// connection.
+func (s *Server) readFailed(p *peer, err error) {
+	var ne net.Error
+	switch r := codec.Reason(err); {
+	case r != "":
+		s.log.Warn("observer sent bad control bytes; closing", "observer", p.id, "err", err)
+		s.m.reject("control-" + r)
+		p.close(CodeProtocol, "bad control message")
+	case errors.As(err, &ne) && ne.Timeout():
+		s.log.Warn("observer's control message did not arrive in time; closing", "observer", p.id)
+		s.m.reject("slow-read")
+		p.close(CodeSlowRead, "control message not whole in time")
+	default:
+		p.close(CodeShutdown, "")
+	}
+}
+
+// admit takes an observer through admission: its control stream, its
+// Hello with a valid token (when TokenKeys are set) and a Subscribe, each
+// by the one deadline SubscribeTimeout after the handshake. Until it
+// returns true the connection holds no observer slot, and at most
+// MaxAdmitting connections are here at once.
+func (s *Server) admit(ctx context.Context, p *peer) (codec.Subscribe, *controlReader, bool) {
+	conn := p.conn
+	defer s.admitting.Add(-1)
+	if s.admitting.Add(1) > int64(s.cfg.MaxAdmitting) {
+		s.m.joinRefused("admission-full")
+		p.close(CodeFull, "too many connections being admitted")
+		return codec.Subscribe{}, nil, false
+	}
+	until := time.Now().Add(s.cfg.SubscribeTimeout)
+	sctx, cancel := context.WithDeadline(ctx, until)
+	st, err := conn.AcceptStream(sctx)
+	cancel()
+	if err != nil {
+		s.m.joinRefused("no-stream")
+		p.close(CodeNoStream, "no control stream")
+		return codec.Subscribe{}, nil, false
+	}
+	p.stream = st
+	p.maxDatagram = datagramCap(conn)
+	if p.maxDatagram < codec.MinMaxDatagram {
+		s.m.joinRefused("datagram-too-small")
+		p.close(CodeDatagrams, "path too small for datagrams")
+		return codec.Subscribe{}, nil, false
+	}
+	lim := codec.ControlLimits{MaxMessage: 64 << 10}.WithDefaults()
+	rd := newControlReader(st, lim)
+	rd.bound(st.SetReadDeadline, s.cfg.MessageTimeout)
+	rd.by(until)
+	defer rd.by(time.Time{})
+	// next reads the next message; on a timeout it returns nil and true
+	// (the caller says what was missing), on any other failure false, the
+	// connection closed.
+	next := func() (codec.Message, bool) {
+		b, err := rd.take(conn.Context().Done())
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return nil, true
+			}
+			s.readFailed(p, err)
+			return nil, false
+		}
+		m, _, err := codec.ParseControl(b, &lim)
+		rd.free <- b
+		if err != nil {
+			s.readFailed(p, err)
+			return nil, false
+		}
+		return m, true
+	}
+	m, ok := next()
+	if !ok {
+		return codec.Subscribe{}, nil, false
+	}
+	if h, isHello := m.(codec.Hello); isHello {
+		if len(s.cfg.TokenKeys) > 0 {
+			tok, err := token.Verify(h.Token, s.cfg.TokenKeys, time.Now().Unix())
+			if err != nil {
+				s.log.Info("observer token refused", "remote", p.remote, "err", err)
+				s.m.tokenRefused(token.Reason(err))
+				p.close(CodeToken, "connect token refused: "+token.Reason(err))
+				return codec.Subscribe{}, nil, false
+			}
+			p.token = &tok
+		}
+		if m, ok = next(); !ok {
+			return codec.Subscribe{}, nil, false
+		}
+	} else if len(s.cfg.TokenKeys) > 0 {
+		s.m.tokenRefused("missing")
+		p.close(CodeToken, "a connect token is required")
+		return codec.Subscribe{}, nil, false
+	}
+	sub, isSub := m.(codec.Subscribe)
+	switch {
+	case m != nil && !isSub:
+		s.log.Warn("observer's first message is no Subscribe; closing", "observer", p.id, "type", codec.TypeOf(m).String())
+		s.m.reject("wrong-direction")
+		p.close(CodeProtocol, "the first message must be Subscribe")
+		return codec.Subscribe{}, nil, false
+	case m == nil:
+		s.m.joinRefused("no-subscribe")
+		p.close(CodeNoStream, "no subscribe in time")
+		return codec.Subscribe{}, nil, false
+	}
+	return sub, rd, true
 }
 
 // datagramCap returns the largest datagram payload the connection can
@@ -400,4 +587,14 @@ func (s *Server) Stats() broadcast.Stats {
 	s.events <- event{kind: evRun, fn: func() { st = s.bc.Stats(); close(done) }}
 	<-done
 	return st
+}
+
+// Observers returns how many observers are joined, read on the goroutine
+// that owns the broadcaster (Run must be running).
+func (s *Server) Observers() int {
+	var n int
+	done := make(chan struct{})
+	s.events <- event{kind: evRun, fn: func() { n = s.bc.Observers(); close(done) }}
+	<-done
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/islandsync/islandsync/codec"
 )
@@ -15,6 +16,28 @@ type controlReader struct {
 	r    io.Reader
 	lim  codec.ControlLimits
 	free chan []byte // take's buffers not in use; whoever applies one puts it back
+	// With deadline set, a message must arrive whole within timeout of its
+	// first byte (the wait for that byte is not bounded), or, while until
+	// is set, by until: the peer cannot hold a buffer, or the connection,
+	// with a message it never finishes.
+	deadline func(time.Time) error
+	timeout  time.Duration
+	until    time.Time
+}
+
+// bound makes every message arrive whole within timeout of its first byte;
+// d sets the stream's read deadline.
+func (c *controlReader) bound(d func(time.Time) error, timeout time.Duration) {
+	c.deadline, c.timeout = d, timeout
+}
+
+// by makes every message until the next by (or a zero t) arrive by t,
+// first byte included: the bound of an observer's admission.
+func (c *controlReader) by(t time.Time) {
+	c.until = t
+	if c.deadline != nil {
+		_ = c.deadline(t)
+	}
 }
 
 func newControlReader(r io.Reader, lim codec.ControlLimits) *controlReader {
@@ -51,7 +74,16 @@ func (c *controlReader) take(done <-chan struct{}) ([]byte, error) {
 // checked against the cap before any byte of the body is read.
 func (c *controlReader) nextRaw(buf []byte) ([]byte, error) {
 	buf = slices.Grow(buf[:0], max(codec.ControlHeaderSize, 256))[:codec.ControlHeaderSize]
-	if _, err := io.ReadFull(c.r, buf); err != nil {
+	if c.deadline != nil && c.until.IsZero() {
+		if _, err := io.ReadFull(c.r, buf[:1]); err != nil {
+			return nil, err
+		}
+		_ = c.deadline(time.Now().Add(c.timeout))
+		defer c.deadline(time.Time{})
+		if _, err := io.ReadFull(c.r, buf[1:]); err != nil {
+			return nil, err
+		}
+	} else if _, err := io.ReadFull(c.r, buf); err != nil {
 		return nil, err
 	}
 	n, err := codec.ControlLength(buf, &c.lim)

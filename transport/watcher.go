@@ -24,6 +24,10 @@ type WatchConfig struct {
 	// Subscribe is the subscription sent on every connection. The zero value
 	// subscribes to nothing; use codec.Subscribe{All: true} for everything.
 	Subscribe codec.Subscribe
+	// Token is a connect token (package token) to present in a Hello
+	// before subscribing: what a server started with TokenKeys requires.
+	// Nil sends none.
+	Token []byte
 	// Receiver configures the receive path.
 	Receiver receiver.Config
 	// RenderRate is render ticks per second. Zero means 60.
@@ -122,24 +126,12 @@ func NewWatcher(cfg WatchConfig) (*Watcher, error) {
 	if cfg.Addr == "" || cfg.TLS == nil {
 		return nil, errors.New("transport: WatchConfig needs Addr and TLS")
 	}
-	if cfg.RenderRate <= 0 {
-		cfg.RenderRate = 60
-	}
-	if cfg.AckPeriod <= 0 {
-		cfg.AckPeriod = 50 * time.Millisecond
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = 10 * time.Second
-	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = 5 * time.Second
-	}
-	if cfg.ReconnectMin <= 0 {
-		cfg.ReconnectMin = 200 * time.Millisecond
-	}
-	if cfg.ReconnectMax <= 0 {
-		cfg.ReconnectMax = 10 * time.Second
-	}
+	positive(&cfg.RenderRate, 60)
+	positive(&cfg.AckPeriod, 50*time.Millisecond)
+	positive(&cfg.IdleTimeout, 10*time.Second)
+	positive(&cfg.DialTimeout, 5*time.Second)
+	positive(&cfg.ReconnectMin, 200*time.Millisecond)
+	positive(&cfg.ReconnectMax, 10*time.Second)
 	if cfg.ReconnectMax < cfg.ReconnectMin {
 		return nil, errors.New("transport: WatchConfig.ReconnectMax below ReconnectMin")
 	}
@@ -253,7 +245,11 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 	if err != nil {
 		return err
 	}
-	if _, err := st.Write(w.cfg.Subscribe.Append(nil)); err != nil {
+	var hello []byte
+	if len(w.cfg.Token) > 0 {
+		hello = codec.Hello{Token: w.cfg.Token}.Append(nil)
+	}
+	if _, err := st.Write(w.cfg.Subscribe.Append(hello)); err != nil {
 		return err
 	}
 	*connected = true
@@ -299,6 +295,7 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 	ack := time.NewTicker(w.cfg.AckPeriod)
 	defer ack.Stop()
 	tick := Tick{Receiver: w.rx}
+	lastFeedback := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -328,12 +325,20 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 			// congested path) this one is skipped, not queued: the next
 			// one reports the receiver's state then, which is all the
 			// authority needs.
+			// With nothing to report, an empty Ack goes at least once a
+			// second: the server closes an observer that is sent frames
+			// and says nothing back (a client that reads nothing).
 			select {
 			case buf := <-fb.free:
-				if buf = w.rx.Feedback(buf[:0]); len(buf) == 0 {
+				buf = w.rx.Feedback(buf[:0])
+				if len(buf) == 0 && time.Since(lastFeedback) >= time.Second {
+					buf = codec.Ack{}.Append(buf)
+				}
+				if len(buf) == 0 {
 					fb.free <- buf
 					continue
 				}
+				lastFeedback = time.Now()
 				fb.out <- buf
 			default:
 				tick.FeedbackSkipped++
