@@ -4,16 +4,21 @@
 //
 // Usage:
 //
-//	go run ./cmd/islandserver                         # 127.0.0.1:4242, self-signed certificate
+//	go run ./cmd/islandserver                         # 127.0.0.1:4242, its own kept certificate
 //	go run ./cmd/islandserver -cert c.pem -key k.pem  # a real certificate
 //	go run ./cmd/islandserver -metrics 127.0.0.1:9090 # Prometheus metrics at /metrics
+//	go run ./cmd/islandserver -token-key backend.pub  # only observers with a connect token
 //
-// Without -cert and -key the server makes a self-signed certificate in
-// memory and prints its SHA-256 fingerprint; islandwatch -pin checks it.
+// Without -cert and -key the server uses a self-signed certificate it made
+// once and keeps in its state directory (-state, default
+// $XDG_STATE_HOME/islandsync or ~/.local/state/islandsync), so a restart
+// keeps its SHA-256 fingerprint, which it prints and islandwatch -pin
+// checks. -state "" makes a new one in memory for this run only.
 package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -24,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -34,6 +40,7 @@ import (
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/scenario"
+	"github.com/islandsync/islandsync/token"
 	"github.com/islandsync/islandsync/transport"
 )
 
@@ -50,6 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		listen   = fs.String("listen", "127.0.0.1:4242", "UDP address to serve QUIC on")
 		certFile = fs.String("cert", "", "PEM certificate file (with -key); default: a self-signed certificate made in memory")
 		keyFile  = fs.String("key", "", "PEM private key file (with -cert)")
+		stateDir = fs.String("state", defaultStateDir(), "directory that keeps the server's own key and certificate across restarts (mode 0700); empty: a new one in memory each run")
+		tokenKey = fs.String("token-key", "", "file of Ed25519 public keys (base64url, one per line): observers must present a connect token signed by one (islandtoken)")
+		subWait  = fs.Duration("subscribe-timeout", 5*time.Second, "close a connection that has not subscribed this long after its handshake")
+		stall    = fs.Duration("stall-timeout", 10*time.Second, "close an observer whose control stream makes no progress, or that says nothing back, this long")
 		maxObs   = fs.Int("max-observers", 256, "most observers connected at once (1–65535)")
 		metrics  = fs.String("metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9090)")
 		names    = fs.String("scenario", "all", "comma-separated scenarios: "+scenario.Names()+", or all")
@@ -86,6 +97,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("-cycle %v is negative", *cycle)
 	case *idle < time.Second:
 		return fail("-idle-timeout %v: at least 1s", *idle)
+	case *subWait < 100*time.Millisecond:
+		return fail("-subscribe-timeout %v: at least 100ms", *subWait)
+	case *stall < 100*time.Millisecond:
+		return fail("-stall-timeout %v: at least 100ms", *stall)
 	case (*certFile == "") != (*keyFile == ""):
 		return fail("-cert and -key go together")
 	}
@@ -103,15 +118,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	var tokenKeys []ed25519.PublicKey
+	if *tokenKey != "" {
+		text, err := os.ReadFile(*tokenKey)
+		if err != nil {
+			return fail("-token-key: %v", err)
+		}
+		if tokenKeys, err = token.ParsePublicKeys(text); err != nil {
+			return fail("-token-key %s: %v", *tokenKey, err)
+		}
+	}
+
 	var cert tls.Certificate
-	fingerprint := ""
-	if *certFile != "" {
+	fingerprint, identity := "", ""
+	switch {
+	case *certFile != "":
 		if cert, err = tls.LoadX509KeyPair(*certFile, *keyFile); err != nil {
 			return fail("certificate: %v", err)
 		}
-		fingerprint = transport.Fingerprint(cert.Certificate[0])
-	} else if cert, fingerprint, err = transport.SelfSigned(); err != nil {
-		return fail("self-signed certificate: %v", err)
+		fingerprint, identity = transport.Fingerprint(cert.Certificate[0]), "from "+*certFile
+	case *stateDir != "":
+		var created bool
+		if cert, fingerprint, created, err = transport.Identity(*stateDir); err != nil {
+			fmt.Fprintf(stderr, "islandserver: %v\n", err)
+			return 1
+		}
+		identity = "kept in " + *stateDir
+		if created {
+			identity = "new, kept in " + *stateDir
+		}
+	default:
+		if cert, fingerprint, err = transport.SelfSigned(); err != nil {
+			return fail("self-signed certificate: %v", err)
+		}
+		identity = "in memory for this run (-state \"\"): a restart changes it"
 	}
 
 	auth, err := scenario.NewAuthority(scs, *hz)
@@ -126,7 +166,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := prometheus.NewRegistry()
 	m := transport.NewMetrics(reg)
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert),
-		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz, Parity: par})
+		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz, Parity: par,
+		SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys})
 	if err != nil {
 		fmt.Fprintln(stderr, "islandserver:", err)
 		return 1
@@ -134,6 +175,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "islandserver listening on %s (QUIC, ALPN %s)\n", srv.Addr(), transport.ALPN)
 	fmt.Fprintf(stdout, "certificate sha256 %s\n", fingerprint)
 	fmt.Fprintf(stdout, "watch with: go run ./cmd/islandwatch -addr %s -pin %s\n", srv.Addr(), fingerprint)
+	fmt.Fprintf(stdout, "identity %s\n", identity)
+	if len(tokenKeys) > 0 {
+		fmt.Fprintf(stdout, "observers need a connect token signed by one of %d keys in %s\n", len(tokenKeys), *tokenKey)
+	}
 
 	if *metrics != "" {
 		ln, err := net.Listen("tcp", *metrics)
@@ -154,6 +199,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// defaultStateDir is where the server keeps its identity unless told:
+// $XDG_STATE_HOME/islandsync, else ~/.local/state/islandsync; empty (an
+// identity in memory) when neither can be found.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "islandsync")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "islandsync")
+	}
+	return ""
 }
 
 // cycling rebuilds the scenarios every `every` steps so they run forever.

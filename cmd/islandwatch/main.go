@@ -31,8 +31,10 @@ import (
 
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/internal/quantile"
+	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/receiver"
 	"github.com/islandsync/islandsync/store"
+	"github.com/islandsync/islandsync/token"
 	"github.com/islandsync/islandsync/transport"
 )
 
@@ -51,15 +53,23 @@ type summary struct {
 	FragmentsRebuilt uint64  `json:"fragments_rebuilt"` // data fragments rebuilt from parity records
 	// Views continued past the newest frame by the local simulation, and
 	// continuations left straight for want of budget.
-	Simulated         uint64            `json:"simulated_views"`
-	SimOverBudget     uint64            `json:"sim_over_budget"`
-	HalfFramesApplied int               `json:"half_frames_applied"`
-	Datagrams         uint64            `json:"datagrams"`
-	FreezeS           float64           `json:"freeze_s"`
-	SnapshotAgeP95ms  float64           `json:"snapshot_age_p95_ms"`
-	Timelines         uint64            `json:"timelines"`
-	Reconnects        uint64            `json:"reconnects"`
-	Rejects           map[string]uint64 `json:"rejects"`
+	Simulated         uint64  `json:"simulated_views"`
+	SimOverBudget     uint64  `json:"sim_over_budget"`
+	HalfFramesApplied int     `json:"half_frames_applied"`
+	Datagrams         uint64  `json:"datagrams"`
+	FreezeS           float64 `json:"freeze_s"`
+	SnapshotAgeP95ms  float64 `json:"snapshot_age_p95_ms"`
+	// WaitingS is the time the playout clock spent Waiting (no timeline to
+	// play yet: connecting, or after a restart), seconds.
+	WaitingS float64 `json:"waiting_s"`
+	// StaleIslandSeconds sums, over every whole second, the islands known
+	// that showed no newer frame during it; IslandsNotUpdated is that count
+	// in the last whole second.
+	StaleIslandSeconds uint64            `json:"stale_island_seconds"`
+	IslandsNotUpdated  int               `json:"islands_not_updated"`
+	Timelines          uint64            `json:"timelines"`
+	Reconnects         uint64            `json:"reconnects"`
+	Rejects            map[string]uint64 `json:"rejects"`
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -74,6 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		jsonOut    = fs.Bool("json", false, "print a JSON summary at exit instead of the per-second lines")
 		reconnect  = fs.Bool("reconnect", true, "dial again after a lost connection")
 		dialWait   = fs.Duration("dial-timeout", 5*time.Second, "give up connecting after this long")
+		tokenText  = fs.String("token", "", "connect token to present (as islandtoken mint prints it), or @FILE to read it from a file")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -116,8 +127,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("-pin: %v", err)
 	}
+	var tok []byte
+	if *tokenText != "" {
+		text := *tokenText
+		if name, ok := strings.CutPrefix(text, "@"); ok {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return fail("-token: %v", err)
+			}
+			text = strings.TrimSpace(string(b))
+		}
+		if tok, err = token.Decode(text); err != nil {
+			return fail("-token: %v", err)
+		}
+		if _, err := token.Parse(tok); err != nil {
+			return fail("-token: %v", err)
+		}
+	}
 	w, err := transport.NewWatcher(transport.WatchConfig{Addr: *addr, TLS: tlsConf, Subscribe: codec.Subscribe{All: true},
-		Reconnect: *reconnect, DialTimeout: *dialWait, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Reconnect: *reconnect, DialTimeout: *dialWait, Token: tok, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -132,28 +160,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ages, allAg []float64
 		lastSecond  int64 = 1_000_000
 		last        receiver.Stats
+		fresh       = freshness{}
+		staleSum    uint64
+		notUpdated  int
 	)
 	err = w.Run(ctx, func(tk *transport.Tick) {
 		half += tk.HalfFrames
 		if st := tk.Receiver.Clock(); st.State != store.Waiting {
 			ages = append(ages, float64(st.SnapshotAge)/1000)
 		}
+		fresh.see(tk.Views)
 		if tk.Now < lastSecond {
 			return
 		}
 		lastSecond += 1_000_000
 		st := tk.Receiver.Stats()
+		notUpdated = fresh.second(tk.Receiver.Islands())
+		staleSum += uint64(notUpdated)
 		if !*jsonOut {
-			fmt.Fprintf(stdout, "%5.0fs  islands %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  freeze %.2fs  age p95 %3.0f ms  rejects %s\n",
-				time.Since(start).Seconds(), len(tk.Receiver.Islands()), st.FramesCommitted-last.FramesCommitted,
+			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  rejects %s\n",
+				time.Since(start).Seconds(), len(tk.Receiver.Islands()), notUpdated, st.FramesCommitted-last.FramesCommitted,
 				st.V2.Rebuilt-last.V2.Rebuilt, st.Store.Simulated-last.Store.Simulated, half,
+				float64(st.Clock.WaitingTime-last.Clock.WaitingTime)/1e6,
 				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
-				quantile.Nearest(ages, 95), rejectLine(&st))
+				ageText(ages), rejectLine(&st))
 		}
 		allAg = append(allAg, ages...)
 		ages = ages[:0]
 		last = st
 	})
+	var refused *transport.CloseError
+	switch {
+	case errors.As(err, &refused) && refused.Refused():
+		fmt.Fprintf(stderr, "islandwatch: the server refused this observer: %s (code %d): %s\n", transport.CodeName(refused.Code), refused.Code, refused.Reason)
+		return 1
+	case errors.Is(err, transport.ErrPinMismatch):
+		fmt.Fprintf(stderr, "islandwatch: %v (a server restarted without its state directory has a new fingerprint)\n", err)
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "islandwatch: %v\n", err)
 		if errors.Is(err, transport.ErrConnect) {
@@ -169,6 +213,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Simulated: st.Store.Simulated, SimOverBudget: st.SimOverBudget,
 			FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
 			SnapshotAgeP95ms: quantile.Nearest(append(allAg, ages...), 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
+			WaitingS: float64(st.Clock.WaitingTime) / 1e6, StaleIslandSeconds: staleSum, IslandsNotUpdated: notUpdated,
 			Rejects: map[string]uint64{}}
 		st.Rejects(func(r string, n uint64) { s.Rejects[r] = n })
 		enc := json.NewEncoder(stdout)
@@ -176,6 +221,60 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_ = enc.Encode(s)
 	}
 	return 0
+}
+
+// ageText prints a second's snapshot age p95, or "-" when the clock was
+// Waiting all second (nothing shown, so no age: not 0 ms).
+func ageText(ages []float64) string {
+	if len(ages) == 0 {
+		return "   - ms"
+	}
+	return fmt.Sprintf("%4.0f ms", quantile.Nearest(ages, 95))
+}
+
+// freshness tells which islands showed a newer frame during a second: the
+// newest frame key each island's view showed, against the one a second ago.
+type freshness struct {
+	cur, prev map[uint32]island.Key
+}
+
+// see records one render's views.
+func (f *freshness) see(views []receiver.IslandView) {
+	if f.cur == nil {
+		f.cur, f.prev = map[uint32]island.Key{}, map[uint32]island.Key{}
+	}
+	for i := range views {
+		if views[i].Mode != store.Empty {
+			f.cur[views[i].Island] = views[i].Right
+		}
+	}
+}
+
+// second ends a second: it returns how many of the known islands showed
+// no newer frame during it (missing ones and, while the clock waits, all
+// of them), and starts the next.
+func (f *freshness) second(known []uint32) int {
+	if f.cur == nil {
+		f.cur, f.prev = map[uint32]island.Key{}, map[uint32]island.Key{}
+	}
+	n := 0
+	for _, id := range known {
+		k, ok := f.cur[id]
+		if old, had := f.prev[id]; !ok || (had && old == k) {
+			n++
+		}
+	}
+	clear(f.prev)
+	for _, id := range known {
+		if k, ok := f.cur[id]; ok {
+			f.prev[id] = k
+		}
+	}
+	clear(f.cur)
+	for id, k := range f.prev {
+		f.cur[id] = k
+	}
+	return n
 }
 
 func rejectLine(st *receiver.Stats) string {
