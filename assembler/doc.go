@@ -60,6 +60,11 @@
 // its frames again — a restarted authority — or its frames, numbered from
 // zero again, are refused as stale until they pass the old run's sequences.
 //
+// # Snapshots
+//
+// Clone copies an assembler whole: frames in progress, streams and
+// counters.
+//
 // # Time
 //
 // The assembler reads no clock. Every Push and Expire takes now, an integer

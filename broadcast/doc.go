@@ -40,6 +40,13 @@
 //     held baselines, keyframe requests, and the window advances they
 //     start — allocates nothing in steady state.
 //
+// # Snapshots
+//
+// Clone copies a broadcaster whole — what is live, every observer's
+// queues, acknowledgements and baseline windows — sharing only bytes and
+// tables that nobody changes again. Restrict cuts an observer's
+// subscriptions to a set of islands (a connect token's).
+//
 // # Limits
 //
 // The Broadcaster does no I/O and keeps no backlog: Take hands everything

@@ -362,3 +362,10 @@ func blend(a, b island.State, f float64) island.State {
 
 // Bodies returns how many bodies the simulation holds.
 func (s *Island) Bodies() int { return s.n }
+
+// Copy returns a simulation of the same description whose space is not
+// built yet: a continuation in progress is not copied (cp spaces cannot
+// be), so the copy's first continuation seeds afresh from its frame.
+func (s *Island) Copy() *Island {
+	return &Island{desc: s.desc, n: s.n, dt: s.dt, step: s.step}
+}

@@ -64,6 +64,13 @@
 //     whole view is valid at r. While the clock is Frozen the views are held
 //     as last shown; a Cut control message ends a segment at its time.
 //
+// # Snapshots
+//
+// Clone copies a receiver whole — every stage's state and counters — so
+// that many runs can start from one warm state (the fuzz targets start
+// every input from a clone of a receiver 30 snapshots into a run). Local
+// simulations are rebuilt in the copy rather than copied.
+//
 // # Limits
 //
 // Every table is capped through Config (identities, tombstones, leases,

@@ -13,17 +13,18 @@ import (
 // FuzzReceiveV2 drives a hostile wire-2 datagram into a warm receiver — one
 // holding the baselines, manifests and leases of 30 snapshots of the
 // ragdolls and the chain, past its first window advance — between two
-// snapshots of the same run. (A short warm-up keeps each run cheap, so
-// that the fuzzer gets through many of them.) A
+// snapshots of the same run. The warm receiver is built once and cloned
+// for every input (Receiver.Clone), so an input costs its own datagram
+// and the snapshots after it, not the warm-up. A
 // datagram that starts as one of wire 2 gets its check recomputed, so that
 // mutated records reach the parser, the expansion against baselines and the
 // commit, not just the check. Nothing may panic, and every island shown
 // afterwards has exactly its manifest's members, all finite.
 func FuzzReceiveV2(f *testing.F) {
 	rec := recordWarm(f, "ragdolls,chain", 30, 4, 2)
-	probe, _ := New(Config{})
-	rec.play(probe, 0, rec.warm, false)
-	if st := probe.Stats(); st.V2.Windows == 0 || st.V2.Stored == 0 {
+	warm, _ := New(Config{})
+	rec.play(warm, 0, rec.warm, false)
+	if st := warm.Stats(); st.V2.Windows == 0 || st.V2.Stored == 0 {
 		f.Fatalf("the warm-up reaches no window advance: %+v", st.V2)
 	}
 	for i := rec.warm; i < len(rec.now); i++ {
@@ -32,8 +33,7 @@ func FuzzReceiveV2(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rx, _ := New(Config{})
-		rec.play(rx, 0, rec.warm, false)
+		rx := warm.Clone() // the warm state, snapshotted: each input starts from it
 		dg := data
 		if len(dg) >= codec.V2HeaderSize && bytes.HasPrefix(dg, []byte(codec.Magic)) && dg[4] == codec.VersionV2 {
 			dg = resign(bytes.Clone(dg))
@@ -82,35 +82,44 @@ func FuzzFeedback(f *testing.F) {
 	f.Add(seed(codec.Keyframes{Islands: []uint32{1, 2, 3}}, codec.Subscribe{Islands: []uint32{2}}))
 	f.Add(seed(codec.Ack{Entries: []codec.AckEntry{{Newest: island.Key{Island: 1, Seq: 1 << 31}}}},
 		codec.Held{Entries: []codec.HeldEntry{{Island: 2, Window: 7, Newest: 1 << 31}}}))
+	// The warm state — 30 steps with both observers joined — is built
+	// once, with the authority's next 12 steps (4 broadcasts) recorded; every input starts
+	// from a clone of the broadcaster and the honest receiver and replays
+	// those steps, so it costs no physics and no warm-up.
+	warm := newLoop(f, "bridge,chain,config", 2)
+	const evil = 2
+	if err := warm.bc.Join(evil, 0); err != nil {
+		f.Fatal(err)
+	}
+	_ = warm.bc.Subscribe(evil, codec.Subscribe{All: true})
+	for range 30 {
+		warm.step(nil)
+		_, _ = warm.bc.Take(evil, nil, nil)
+	}
+	steps := recordSteps(f, warm, 12)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l := newLoop(t, "bridge,chain,config", 2)
-		const evil = 2
-		if err := l.bc.Join(evil, 0); err != nil {
-			t.Fatal(err)
-		}
-		_ = l.bc.Subscribe(evil, codec.Subscribe{All: true})
+		l := &loop{t: t, bc: warm.bc.Clone(), rx: warm.rx.Clone(), lim: warm.lim, now: warm.now}
 		dec, _ := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
 		var ctl []byte
 		var dgs []broadcast.Datagram
-		drain := func() {
+		before, frames := l.rx.Stats(), l.bc.Stats().Frames
+		for i, s := range steps {
+			l.replayStep(s, 1)
+			l.control()
+			for _, d := range l.dgs { // no render: commits are what is checked
+				l.rx.Datagram(l.now, d.Bytes)
+			}
+			l.fb = l.rx.Feedback(l.fb[:0])
+			l.feedBack()
+			if i%4 == 0 {
+				_, _ = l.bc.FeedbackBytes(evil, data) // as the server applies a stream
+			}
 			ctl, dgs = l.bc.Take(evil, ctl[:0], dgs[:0])
 			for _, d := range dgs {
 				if _, _, err := dec.Decode(d.Bytes); err != nil {
 					t.Fatalf("the hostile observer was sent a datagram that does not decode: %v", err)
 				}
 			}
-		}
-		for range 30 {
-			l.step(nil)
-			drain()
-		}
-		before, frames := l.rx.Stats(), l.bc.Stats().Frames
-		for i := range 20 {
-			l.step(nil)
-			if i%5 == 0 {
-				_, _ = l.bc.FeedbackBytes(evil, data) // as the server applies a stream
-			}
-			drain()
 		}
 		after := l.rx.Stats()
 		sent, got := l.bc.Stats().Frames-frames, after.FramesCommitted-before.FramesCommitted

@@ -69,6 +69,11 @@
 //		for i, h := range v.Handles { engine.SetPose(h, v.Poses[i]) } // one read-out per island
 //	}
 //
+// # Snapshots
+//
+// Store.Clone and Clock.Clone copy their state whole, for a receiver that
+// is copied (receiver.Receiver.Clone).
+//
 // # Limits
 //
 // One frame history per island and one manifest order per history: every

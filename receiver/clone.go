@@ -1,0 +1,86 @@
+package receiver
+
+import (
+	"github.com/islandsync/islandsync/baseline"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/localsim"
+)
+
+// Clone returns an independent copy of the receiver — identities, leases,
+// manifests, frames in reassembly, parity kept for rebuilding, decode
+// baselines and windows, frame histories, the playout clock, pending
+// acknowledgements and keyframe requests, and every counter — so that the
+// copy, pushed the same input as the original, goes on exactly as it would.
+// One exception: a local simulation's continuation in progress is not
+// copied (cp spaces cannot be); the copy's simulations are rebuilt from
+// their Physics descriptions and seed afresh from the frame they continue,
+// which cp may step to slightly different contacts. Views the original
+// handed out are not valid in the copy. Clone is for starting many runs
+// from one warm state: a fuzz harness, a replay or what-if tool.
+func (r *Receiver) Clone() *Receiver {
+	c := *r
+	c.dec, _ = codec.NewDecoder(r.dec.Config())
+	c.dec2, _ = codec.NewV2Decoder(r.dec.Config())
+	c.cdec = codec.NewControlDecoder(r.cfg.Control)
+	c.asm = r.asm.Clone()
+	c.reg = r.reg.Clone()
+	c.val = r.val.Clone(c.reg)
+	c.sim = r.sim.clone()
+	c.st = r.st.Clone(c.val, &c.sim)
+	c.clock = r.clock.Clone()
+	c.known = append([]uint32(nil), r.known...)
+	c.views = nil
+	c.acks = make(map[uint32]*ackState, len(r.acks))
+	for id, a := range r.acks {
+		b := *a
+		c.acks[id] = &b
+	}
+	c.v2 = make(map[uint32]*v2Island, len(r.v2))
+	for id, s := range r.v2 {
+		t := *s
+		t.win = s.win.Clone()
+		if s.stage != nil {
+			st := *s.stage
+			st.ents = append([]baseline.Entry(nil), s.stage.ents...)
+			st.ids = append(st.ids[:0:0], s.stage.ids...)
+			st.states = append(st.states[:0:0], s.stage.states...)
+			t.stage = &st
+		}
+		c.v2[id] = &t
+	}
+	c.parity = make(map[parityKey]*parityFrame, len(r.parity))
+	c.parityFree, c.parityBytes = nil, 0
+	for key, pf := range r.parity {
+		q := &parityFrame{created: pf.created, k: pf.k, m: pf.m, have: pf.have, done: pf.done,
+			shards: make([][]byte, len(pf.shards)), bufs: make([][]byte, len(pf.shards))}
+		for i, sh := range pf.shards {
+			if sh != nil {
+				q.shards[i] = append(make([]byte, 0, cap(sh)), sh...)
+				q.bufs[i] = q.shards[i]
+				c.parityBytes += cap(sh)
+			}
+		}
+		c.parity[key] = q
+	}
+	c.pdec = codec.ParityDecoder{}
+	c.keyReq = append([]uint32(nil), r.keyReq...)
+	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil
+	c.held, c.ack = codec.Held{}, codec.Ack{}
+	return &c
+}
+
+// clone copies the simulations' descriptions; see Receiver.Clone.
+func (s *sims) clone() sims {
+	c := sims{byID: make(map[uint32]*[2]*localsim.Island, len(s.byID)), bodies: s.bodies,
+		budget: s.budget, spent: s.spent, overBudget: s.overBudget}
+	for id, pair := range s.byID {
+		var p [2]*localsim.Island
+		for i, is := range pair {
+			if is != nil {
+				p[i] = is.Copy()
+			}
+		}
+		c.byID[id] = &p
+	}
+	return c
+}

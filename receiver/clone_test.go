@@ -1,0 +1,96 @@
+package receiver
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// TestCloneGoesOnAlike: a receiver cloned in the middle of a lossy wire-2
+// run — fragments in reassembly, parity kept for rebuilding, baselines and
+// windows, histories, the playout clock mid-play — renders, counts and
+// feeds back exactly as a receiver that saw the same input and was never
+// cloned, while the original runs a snapshot ahead of it, losing nothing (so
+// storage shared with it would show). Local simulation is off: a clone rebuilds its
+// simulations, which cp may step to other contacts.
+func TestCloneGoesOnAlike(t *testing.T) {
+	rec := recordWarm(t, "ragdolls,chain", 20, 40, 2)
+	cfg := Config{StraightExtrapolation: true}
+	a, _ := New(cfg)
+	ref, _ := New(cfg)
+	// Cut inside the biggest broadcast (the periodic keyframes, cut into
+	// fragments with parity), half of its datagrams delivered; one in five
+	// datagrams is lost throughout.
+	cut := 10
+	for i := 10; i < len(rec.now)-10; i++ {
+		if len(rec.dgs[i]) > len(rec.dgs[cut]) {
+			cut = i
+		}
+	}
+	deliver := func(rx *Receiver, i, from, to int) {
+		for j, d := range rec.dgs[i][from:to] {
+			if (from+j+i)%5 != 4 {
+				rx.Datagram(rec.now[i], d)
+			}
+		}
+	}
+	for _, rx := range []*Receiver{a, ref} {
+		for i := range cut + 1 {
+			if _, err := rx.ControlBytes(rec.now[i], rec.ctl[i]); err != nil {
+				t.Fatal(err)
+			}
+			if i < cut {
+				deliver(rx, i, 0, len(rec.dgs[i]))
+				rx.Render(rec.now[i])
+			} else {
+				deliver(rx, i, 0, len(rec.dgs[i])/2)
+			}
+		}
+	}
+	if st := a.Stats(); st.Assembler.PendingFrames == 0 && len(a.parity) == 0 {
+		t.Fatalf("setup: nothing in reassembly or parity at the cut: %+v", st.Assembler)
+	}
+	b := a.Clone()
+	for i := cut; i < len(rec.now); i++ {
+		// The original runs one snapshot ahead, losing nothing.
+		if i == cut {
+			for _, d := range rec.dgs[i][len(rec.dgs[i])/2:] {
+				a.Datagram(rec.now[i], d)
+			}
+		}
+		if i+1 < len(rec.now) {
+			if _, err := a.ControlBytes(rec.now[i+1], rec.ctl[i+1]); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range rec.dgs[i+1] {
+				a.Datagram(rec.now[i+1], d)
+			}
+			a.Render(rec.now[i+1])
+			_ = a.Feedback(nil)
+		}
+		var views [2]string
+		for k, rx := range []*Receiver{ref, b} {
+			from := 0
+			if i == cut {
+				from = len(rec.dgs[i]) / 2
+			} else if _, err := rx.ControlBytes(rec.now[i], rec.ctl[i]); err != nil {
+				t.Fatal(err)
+			}
+			deliver(rx, i, from, len(rec.dgs[i]))
+			views[k] = fmt.Sprintf("%+v", rx.Render(rec.now[i]))
+		}
+		if views[0] != views[1] {
+			t.Fatalf("snapshot %d: the clone shows\n%.400s\nthe never-cloned receiver\n%.400s", i, views[1], views[0])
+		}
+		if fb, fr := b.Feedback(nil), ref.Feedback(nil); !bytes.Equal(fb, fr) {
+			t.Fatalf("snapshot %d: feedback differs", i)
+		}
+	}
+	if sb, sr := b.Stats(), ref.Stats(); !reflect.DeepEqual(sb, sr) {
+		t.Fatalf("stats differ:\n%+v\n%+v", sb, sr)
+	}
+	if st := b.Stats(); st.FramesCommitted == 0 || st.V2.Rebuilt == 0 {
+		t.Fatalf("the run proves little: %d committed, %d rebuilt from parity", st.FramesCommitted, st.V2.Rebuilt)
+	}
+}
