@@ -122,11 +122,15 @@ func refusedWith(t *testing.T, done <-chan error, code quic.ApplicationErrorCode
 // and its Run ends with that refusal even with Reconnect on.
 func TestFullIsRefused(t *testing.T) {
 	auth, _ := scenario.NewAuthority(scenario.All[:1], 20)
-	srv, ct := testServer(t, auth, ServerConfig{MaxObservers: 1})
+	m := NewMetrics(prometheusRegistry())
+	srv, ct := testServer(t, auth, ServerConfig{MaxObservers: 1, Metrics: m})
 	first, _ := runWatcher(t, WatchConfig{Addr: srv.Addr().String(), TLS: ct, Subscribe: codec.Subscribe{All: true}})
 	waitFor(t, "the first watcher to commit", func() bool { return first.Load() > 0 })
 	_, done := runWatcher(t, WatchConfig{Addr: srv.Addr().String(), TLS: ct, Subscribe: codec.Subscribe{All: true}, Reconnect: true})
 	refusedWith(t, done, CodeFull)
+	if j, c := counterValue(t, m.JoinsRefused.WithLabelValues("full")), counterValue(t, m.Closes.WithLabelValues("full")); j != 1 || c != 1 {
+		t.Fatalf("joins refused %v, closes with full %v; want 1 and 1", j, c)
+	}
 }
 
 // TestTokens: with TokenKeys a watcher without a token, with an expired

@@ -24,6 +24,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // config that pins its certificate.
 func testServer(t *testing.T, src Source, cfg ServerConfig) (*Server, *tls.Config) {
 	t.Helper()
+	srv, ct, _ := testServerPin(t, src, cfg)
+	return srv, ct
+}
+
+// testServerPin is testServer, also returning the certificate's pin.
+func testServerPin(t *testing.T, src Source, cfg ServerConfig) (*Server, *tls.Config, string) {
+	t.Helper()
 	cert, pin, err := SelfSigned()
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +56,7 @@ func testServer(t *testing.T, src Source, cfg ServerConfig) (*Server, *tls.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, c
+	return srv, c, pin
 }
 
 // rawConn dials the server as a bare QUIC client and opens the control stream.

@@ -33,7 +33,8 @@ func TestBackoff(t *testing.T) {
 // with ErrPinMismatch, though it reconnects on other losses.
 func TestPinMismatchEndsRun(t *testing.T) {
 	auth, _ := scenario.NewAuthority(scenario.All[:1], 20)
-	srv, _ := testServer(t, auth, ServerConfig{})
+	m := NewMetrics(prometheusRegistry())
+	srv, _ := testServer(t, auth, ServerConfig{Metrics: m})
 	wrong, err := ClientTLS("ff00000000000000000000000000000000000000000000000000000000000000", "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,9 @@ func TestPinMismatchEndsRun(t *testing.T) {
 		if !errors.Is(err, ErrPinMismatch) {
 			t.Fatalf("Run returned %v, want ErrPinMismatch", err)
 		}
+		waitFor(t, "the failed handshake to be counted", func() bool {
+			return counterValue(t, m.HandshakesFailed.WithLabelValues("failed")) == 1
+		})
 	case <-time.After(guardTime(t)):
 		t.Fatal("the watcher kept dialling a server whose certificate does not match its pin")
 	}

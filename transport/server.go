@@ -20,6 +20,13 @@ import (
 	"github.com/islandsync/islandsync/token"
 )
 
+// Default admission and stall bounds (ServerConfig).
+const (
+	DefaultSubscribeTimeout = 5 * time.Second
+	DefaultMessageTimeout   = 5 * time.Second
+	DefaultStallTimeout     = 10 * time.Second
+)
+
 // Source is what a Server broadcasts: a simulation stepped at a fixed rate.
 // Step returns the control messages (in order) and the frames of one step.
 type Source interface {
@@ -99,9 +106,9 @@ func (c *ServerConfig) defaults() error {
 	positive(&c.DatagramQueue, 512)
 	positive(&c.ControlBacklog, 4<<20)
 	positive(&c.IdleTimeout, 10*time.Second)
-	positive(&c.SubscribeTimeout, 5*time.Second)
-	positive(&c.MessageTimeout, 5*time.Second)
-	positive(&c.StallTimeout, 10*time.Second)
+	positive(&c.SubscribeTimeout, DefaultSubscribeTimeout)
+	positive(&c.MessageTimeout, DefaultMessageTimeout)
+	positive(&c.StallTimeout, DefaultStallTimeout)
 	positive(&c.MaxAdmitting, c.MaxObservers)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
