@@ -20,7 +20,7 @@ import (
 
 // tight are admission bounds short enough for a test to meet them all.
 func tight(cfg ServerConfig) ServerConfig {
-	cfg.SubscribeTimeout, cfg.MessageTimeout, cfg.StallTimeout = 300*time.Millisecond, 300*time.Millisecond, 500*time.Millisecond
+	cfg.SubscribeTimeout, cfg.MessageTimeout, cfg.StallTimeout = 300*time.Millisecond, 300*time.Millisecond, 2*time.Second
 	return cfg
 }
 

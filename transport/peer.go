@@ -30,6 +30,7 @@ type peer struct {
 	token       *token.Token // what its connect token granted; nil without one
 	stall       time.Duration
 	heard       atomic.Int64 // Unix ns of the last control message from the observer
+	inFlight    atomic.Int32 // its messages read but not yet applied by Run
 	sentSince   time.Time    // Run's alone: when its first datagram was queued; zero before
 
 	mu        sync.Mutex
@@ -62,12 +63,15 @@ func (p *peer) hear(now time.Time) { p.heard.Store(now.UnixNano()) }
 // silent reports whether the observer has been sent datagrams for longer
 // than the stall bound while sending nothing back for that long: a client
 // that reads nothing (a live one sends feedback several times a second,
-// and at least an empty Ack every second). Run calls it after queueing.
+// and at least an empty Ack every second). It is never silent while a
+// message of its waits for Run: then the server is behind, not the
+// observer, and its reader has stopped reading to wait. Run calls it after
+// queueing.
 func (p *peer) silent(now time.Time, sent bool) bool {
 	if sent && p.sentSince.IsZero() {
 		p.sentSince = now
 	}
-	if p.sentSince.IsZero() || now.Sub(p.sentSince) <= p.stall {
+	if p.sentSince.IsZero() || now.Sub(p.sentSince) <= p.stall || p.inFlight.Load() > 0 {
 		return false
 	}
 	return now.Sub(time.Unix(0, p.heard.Load())) > p.stall

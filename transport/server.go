@@ -354,6 +354,7 @@ func (s *Server) handle(ev event) {
 			s.log.Info("observer left", "observer", p.id, "remote", p.remote, "reason", p.closeReason())
 		}
 	case evMessage:
+		defer p.inFlight.Add(-1)
 		if p.broke {
 			ev.free <- ev.raw
 			return
@@ -430,9 +431,11 @@ func (s *Server) serve(ctx context.Context, id broadcast.ObserverID, conn *quic.
 			return
 		}
 		p.hear(time.Now())
+		p.inFlight.Add(1)
 		select {
 		case s.events <- event{kind: evMessage, p: p, raw: b, free: rd.free}:
 		case <-conn.Context().Done():
+			p.inFlight.Add(-1)
 			return
 		}
 	}
