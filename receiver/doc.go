@@ -24,9 +24,13 @@
 //     arrive first are rejected (counted) and the next one validates.
 //   - The playout clock follows the authority's timeline (Welcome), not an
 //     island's ownership epoch: a hand-off of one island does not restart
-//     the others' playout. A new timeline (the authority restarted) resets
-//     identities, leases, manifests and histories and puts the clock back to
-//     Waiting; a reconnect to the same timeline keeps the clock.
+//     the others' playout. Every Welcome resets every stage through one
+//     path — identities, leases, manifests, histories, frames in reassembly
+//     with their streams' sequence state, parity, decode baselines and
+//     windows, pending acknowledgements — since the catch-up that follows
+//     restates what is live and a restarted authority numbers its frames
+//     from zero again; a new timeline also puts the clock back to Waiting,
+//     while a reconnect to the same timeline keeps it.
 //   - Lease changes reach the store, which reports hand-off latency.
 //   - Ack lists the newest committed frame per island and which of the 32
 //     before it were committed.
