@@ -103,6 +103,7 @@ func TestEndToEndQUIC(t *testing.T) {
 	flowing := make(chan int, watchers)  // watcher i has committed its first frame
 	ran := make(chan int, watchers)      // watcher i has committed runFrames
 	final := make(chan struct{})         // the server is paused: take the final state
+	lost := make(chan error, watchers) // a watcher's session ended
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	for i := range watchers {
@@ -148,7 +149,7 @@ func TestEndToEndQUIC(t *testing.T) {
 				}
 			})
 			if err != nil {
-				t.Errorf("watcher %d: %v", i, err)
+				lost <- fmt.Errorf("watcher %d: %w", i, err)
 			}
 		}()
 	}
@@ -159,17 +160,20 @@ func TestEndToEndQUIC(t *testing.T) {
 	// waits for events; the guard only turns a hang into a failure that
 	// says where it stuck, well inside go test's own timeout.
 	guard := timeGuard(t)
-	awaitAll(t, flowing, watchers, guard, "committed a frame")
-	awaitAll(t, ran, watchers, guard, fmt.Sprintf("committed %d frames", runFrames))
+	awaitAll(t, flowing, watchers, lost, guard, "committed a frame")
+	awaitAll(t, ran, watchers, lost, guard, fmt.Sprintf("committed %d frames", runFrames))
 	if *soak > 0 {
 		time.Sleep(*soak)
 	}
 	srv.Pause(true)
 	close(final)
-	awaitAll(t, snapshot, watchers, guard, "converged on the server's state")
+	awaitAll(t, snapshot, watchers, lost, guard, "converged on the server's state")
 	want := serverState(srv)
 	wcancel()
 	wg.Wait()
+	for len(lost) > 0 {
+		t.Error(<-lost)
+	}
 
 	// Two collections: the first moves what sync.Pools cache (cp spaces
 	// keep a pool of contact records) aside, the second frees it.
@@ -256,13 +260,15 @@ func guardTime(t *testing.T) time.Duration {
 // timeGuard fires at guardTime.
 func timeGuard(t *testing.T) <-chan time.Time { return time.After(guardTime(t)) }
 
-// awaitAll waits for n events on c (each one watcher's), failing once
-// guard fires.
-func awaitAll(t *testing.T, c <-chan int, n int, guard <-chan time.Time, what string) {
+// awaitAll waits for n events on c (each one watcher's), failing at once
+// when a watcher's session ends (lost) and once guard fires.
+func awaitAll(t *testing.T, c <-chan int, n int, lost <-chan error, guard <-chan time.Time, what string) {
 	t.Helper()
 	for got := 0; got < n; got++ {
 		select {
 		case <-c:
+		case err := <-lost:
+			t.Fatalf("waiting until every watcher %s: %v", what, err)
 		case <-guard:
 			t.Fatalf("only %d of %d watchers %s", got, n, what)
 		}

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"flag"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -72,6 +73,7 @@ func TestRestartAfterUptime(t *testing.T) {
 	results := make([]result, n)
 	onOld := make(chan int, n) // watcher i commits on the first server
 	onNew := make(chan int, n) // watcher i has every island of the new server committed
+	lost := make(chan error, n) // a watcher's session ended
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
 	var wg sync.WaitGroup
@@ -125,20 +127,23 @@ func TestRestartAfterUptime(t *testing.T) {
 				onNew <- i
 			})
 			if err != nil {
-				t.Errorf("watcher %d: %v", i, err)
+				lost <- fmt.Errorf("watcher %d: %w", i, err)
 			}
 		}()
 	}
 	guard := timeGuard(t)
-	awaitAll(t, onOld, n, guard, "committed on the first server")
+	awaitAll(t, onOld, n, lost, guard, "committed on the first server")
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	_, stop, done = start(addr, 2)
-	awaitAll(t, onNew, n, guard, "committed every island of the restarted server")
+	awaitAll(t, onNew, n, lost, guard, "committed every island of the restarted server")
 	wcancel()
 	wg.Wait()
+	for len(lost) > 0 {
+		t.Error(<-lost)
+	}
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)

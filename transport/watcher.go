@@ -217,10 +217,10 @@ func (b *backoff) next(randN func(time.Duration) time.Duration) time.Duration {
 // reset starts the waits over from min.
 func (b *backoff) reset() { b.cur = 0 }
 
+// inbound is one control message read, or why reading stopped.
 type inbound struct {
 	raw  []byte        // one whole control message, unparsed
 	free chan<- []byte // where raw goes back once applied
-	dg   []byte
 	err  error
 }
 
@@ -253,7 +253,12 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 		return err
 	}
 	*connected = true
-	in := make(chan inbound, 256)
+	// Control and datagrams come on channels of their own, and the loop
+	// takes control first: however far a busy watcher falls behind on
+	// datagrams (which may be lost anyway), it keeps reading its control
+	// stream, so the server never takes it for one that does not read.
+	ctlIn := make(chan inbound, readBuffers)
+	dgIn := make(chan []byte, 256)
 	go func() {
 		rd := newControlReader(st, w.cfg.Receiver.Control)
 		for {
@@ -265,11 +270,11 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 				if codec.Reason(err) != "" {
 					_ = conn.CloseWithError(CodeProtocol, "bad control message")
 				}
-				in <- inbound{err: err}
+				ctlIn <- inbound{err: err}
 				return
 			}
 			select {
-			case in <- inbound{raw: b, free: rd.free}:
+			case ctlIn <- inbound{raw: b, free: rd.free}:
 			case <-conn.Context().Done():
 				return
 			}
@@ -282,7 +287,7 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 				return
 			}
 			select {
-			case in <- inbound{dg: b}:
+			case dgIn <- b:
 			case <-conn.Context().Done():
 				return
 			}
@@ -296,27 +301,38 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 	defer ack.Stop()
 	tick := Tick{Receiver: w.rx}
 	lastFeedback := time.Now()
+	control := func(v inbound) error {
+		if v.err != nil {
+			return v.err
+		}
+		// Refusals are counted in the receiver's stats.
+		_, err := w.rx.ControlBytes(w.now(), v.raw)
+		v.free <- v.raw // never blocks: the channel holds every buffer
+		if err != nil {
+			_ = conn.CloseWithError(CodeProtocol, "bad control message")
+		}
+		return err
+	}
 	for {
+		select {
+		case v := <-ctlIn:
+			if err := control(v); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-conn.Context().Done():
 			return context.Cause(conn.Context())
-		case v := <-in:
-			switch {
-			case v.err != nil:
-				return v.err
-			case v.raw != nil:
-				// Refusals are counted in the receiver's stats.
-				_, err := w.rx.ControlBytes(w.now(), v.raw)
-				v.free <- v.raw // never blocks: the channel holds every buffer
-				if err != nil {
-					_ = conn.CloseWithError(CodeProtocol, "bad control message")
-					return err
-				}
-			default:
-				w.rx.Datagram(w.now(), v.dg)
+		case v := <-ctlIn:
+			if err := control(v); err != nil {
+				return err
 			}
+		case b := <-dgIn:
+			w.rx.Datagram(w.now(), b)
 		case err := <-fb.failed:
 			return err
 		case <-ack.C:
