@@ -31,6 +31,7 @@ type peer struct {
 	stall       time.Duration
 	heard       atomic.Int64 // Unix ns of the last control message from the observer
 	inFlight    atomic.Int32 // its messages read but not yet applied by Run
+	writingAt   atomic.Int64 // Unix ns the control write in progress began; 0 when none is
 	sentSince   time.Time    // Run's alone: when its first datagram was queued; zero before
 
 	mu        sync.Mutex
@@ -55,6 +56,17 @@ type queued struct {
 func newPeer(id broadcast.ObserverID, conn *quic.Conn, dgCap, ctlCap int, stall time.Duration, m *Metrics) *peer {
 	return &peer{id: id, conn: conn, remote: conn.RemoteAddr(), m: m, ctlCap: ctlCap, dgCap: dgCap, stall: stall,
 		wake: make(chan struct{}, 1), wakeDG: make(chan struct{}, 1)}
+}
+
+// controlFirst is how long a control write may wait before the observer's
+// datagrams give way to it.
+const controlFirst = 20 * time.Millisecond
+
+// controlWaits reports whether a control write has been waiting longer than
+// controlFirst at now.
+func (p *peer) controlWaits(now time.Time) bool {
+	t := p.writingAt.Load()
+	return t != 0 && now.Sub(time.Unix(0, t)) > controlFirst
 }
 
 // hear notes a control message from the observer at now.
@@ -202,8 +214,12 @@ func (p *peer) writeControl() {
 		p.mu.Unlock()
 		for b := buf; len(b) > 0; {
 			n := min(len(b), writeChunk)
-			_ = p.stream.SetWriteDeadline(time.Now().Add(p.stall))
-			if _, err := p.stream.Write(b[:n]); err != nil {
+			start := time.Now()
+			_ = p.stream.SetWriteDeadline(start.Add(p.stall))
+			p.writingAt.Store(start.UnixNano())
+			_, err := p.stream.Write(b[:n])
+			p.writingAt.Store(0)
+			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
 					p.m.reject("control-stalled")
@@ -235,6 +251,14 @@ func (p *peer) sendDatagrams() {
 			p.dgs[0] = queued{}
 			p.dgs = p.dgs[1:]
 			p.mu.Unlock()
+			if p.controlWaits(time.Now()) {
+				// Control first: on a congested path QUIC fills each packet
+				// with a datagram before stream data, so datagrams sent
+				// now would keep the control stream waiting. Frames are
+				// lossy anyway; this one is dropped, counted.
+				p.m.droppedSlow(len(d.Islands), 1)
+				continue
+			}
 			// SendDatagram blocks while quic-go's own small queue is full:
 			// meanwhile Run keeps queueing, and the drop rules above apply.
 			if err := p.conn.SendDatagram(d.Bytes); err != nil {

@@ -71,8 +71,8 @@ func TestRestartAfterUptime(t *testing.T) {
 	}
 	n := *restartWatchers
 	results := make([]result, n)
-	onOld := make(chan int, n) // watcher i commits on the first server
-	onNew := make(chan int, n) // watcher i has every island of the new server committed
+	onOld := make(chan int, n)  // watcher i commits on the first server
+	onNew := make(chan int, n)  // watcher i has every island of the new server committed
 	lost := make(chan error, n) // a watcher's session ended
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
