@@ -61,6 +61,10 @@
 //     empty Ack every second when it has nothing to report); one that stays
 //     silent that long — a client that reads nothing — is closed with
 //     CodeBacklog.
+//   - Control first: while a control write to an observer has waited 20 ms
+//     or more, its datagrams are dropped (counted) rather than sent, since
+//     on a congested path QUIC fills packets with datagrams before stream
+//     data and frames are lossy anyway.
 //   - Datagrams to an observer: DatagramQueue entries. A broadcast's
 //     datagrams replace queued ones whose islands all have a newer frame in
 //     it, and past the cap the oldest go; both are counted
