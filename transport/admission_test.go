@@ -20,7 +20,9 @@ import (
 
 // tight are admission bounds short enough for a test to meet them all.
 func tight(cfg ServerConfig) ServerConfig {
-	cfg.SubscribeTimeout, cfg.MessageTimeout, cfg.StallTimeout = 300*time.Millisecond, 300*time.Millisecond, 2*time.Second
+	// The stall bound stays the default: a real watcher runs beside the
+	// squatters, and on a loaded machine a shorter one closes it too.
+	cfg.SubscribeTimeout, cfg.MessageTimeout = 300*time.Millisecond, 300*time.Millisecond
 	return cfg
 }
 

@@ -27,7 +27,7 @@ import (
 
 var (
 	squatters     = flag.Int("squatters", 4, "TestSquattersBesideWatchers: squatting clients of each kind (the soak: 32)")
-	squatDefaults = flag.Bool("squat-default-bounds", false, "TestSquattersBesideWatchers: the server's default admission and stall bounds instead of 2 s (admission, a message) and 5 s (stall)")
+	squatDefaults = flag.Bool("squat-default-bounds", false, "TestSquattersBesideWatchers: the server's default admission bounds instead of 2 s")
 )
 
 // squat is one kind of squatting client: what it does once connected.
@@ -76,8 +76,15 @@ func TestSquattersBesideWatchers(t *testing.T) {
 }
 
 func runSquat(t *testing.T, tokens bool) {
-	const real = 8
+	// Two real watchers in the suite, eight in the soak: every receive path
+	// runs in this process, and on a loaded machine eight of them starve
+	// one another (a watcher that cannot say anything for the stall bound
+	// is closed as one that reads nothing).
+	real := 2
 	n := *squatters
+	if n > 4 {
+		real = 8
+	}
 	cfg := ServerConfig{MaxObservers: real + n, SubscribeTimeout: 2 * time.Second, MessageTimeout: 2 * time.Second, StallTimeout: 5 * time.Second}
 	if *squatDefaults {
 		cfg.SubscribeTimeout, cfg.MessageTimeout, cfg.StallTimeout = 0, 0, 0
@@ -221,7 +228,7 @@ func runSquat(t *testing.T, tokens bool) {
 		}
 	}
 	rates := rate(base, start)
-	if tokens && maxObs.Load() > real {
+	if tokens && maxObs.Load() > int64(real) {
 		t.Errorf("with tokens required, %d observers were joined at once: squatters got slots", maxObs.Load())
 	}
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
