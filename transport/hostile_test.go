@@ -187,6 +187,7 @@ func (f *floodSource) Step() ([]codec.Message, []*island.Frame) {
 // is closed with CodeBacklog once its backlog passes the cap, instead of
 // growing the server's memory; a watcher that reads keeps its connection.
 func TestNonReaderIsClosed(t *testing.T) {
+	skipRace(t)
 	srv, ct := testServer(t, &floodSource{}, ServerConfig{ControlBacklog: 1 << 20})
 	w, err := NewWatcher(WatchConfig{Addr: srv.Addr().String(), TLS: ct, Subscribe: codec.Subscribe{All: true}, Logger: quiet})
 	if err != nil {

@@ -34,6 +34,7 @@ func TestRestartAfterUptime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real network test")
 	}
+	skipRace(t)
 	cert, pin, err := SelfSigned()
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ func TestSquattersBesideWatchers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real network test")
 	}
+	skipRace(t)
 	for _, tokens := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tokens=%v", tokens), func(t *testing.T) {
 			runSquat(t, tokens)
