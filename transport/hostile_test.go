@@ -249,15 +249,7 @@ func TestReconnectAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(addr string, timeline uint64) (*Server, context.CancelFunc, chan error) {
-		auth, _ := scenario.NewAuthority(scenario.All[:1], 20)
-		srv, err := Listen(auth, ServerConfig{Listen: addr, TLS: ServerTLS(cert), Logger: quiet, Timeline: timeline})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(ctx) }()
-		return srv, cancel, done
+		return startAt(t, scenario.All[:1], cert, addr, timeline)
 	}
 	srv, stop, done := start("127.0.0.1:0", 7)
 	addr := srv.Addr().String()
@@ -305,4 +297,22 @@ func TestReconnectAndRestart(t *testing.T) {
 	}
 	stop()
 	<-done
+}
+
+// startAt serves scs on addr under timeline with cert; stop with the
+// returned cancel, then read Run's result from the channel.
+func startAt(t *testing.T, scs []scenario.Scenario, cert tls.Certificate, addr string, timeline uint64) (*Server, context.CancelFunc, chan error) {
+	t.Helper()
+	auth, err := scenario.NewAuthority(scs, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Listen(auth, ServerConfig{Listen: addr, TLS: ServerTLS(cert), Logger: quiet, Timeline: timeline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	return srv, cancel, done
 }

@@ -40,18 +40,7 @@ func TestRestartAfterUptime(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(addr string, timeline uint64) (*Server, context.CancelFunc, chan error) {
-		auth, err := scenario.NewAuthority(scenario.All, 20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := Listen(auth, ServerConfig{Listen: addr, TLS: ServerTLS(cert), Logger: quiet, Timeline: timeline})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(ctx) }()
-		return srv, cancel, done
+		return startAt(t, scenario.All, cert, addr, timeline)
 	}
 	srv, stop, done := start("127.0.0.1:0", 1)
 	addr := srv.Addr().String()
