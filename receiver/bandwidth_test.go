@@ -6,6 +6,8 @@ import (
 
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/scenario"
 )
 
@@ -17,6 +19,11 @@ type lagLoop struct {
 	lag     int
 	pending [][]byte // feedback per snapshot not yet delivered
 	frames  uint64   // frames the authority produced
+	// Per snapshot, what went each way and how busy the scene was.
+	ctlBytes, upBytes int64
+	changed           int // bodies whose rigid-quantized state differs from the previous snapshot
+	last              map[island.MemberID]quant.State
+	largest           int64 // the largest snapshot's datagram bytes
 }
 
 func newLagLoop(b testing.TB, scene string, hz, lag int) *lagLoop {
@@ -33,9 +40,11 @@ func newLagLoopWire(b testing.TB, scene string, hz, lag, wire int) *lagLoop {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bc, _ := broadcast.New(broadcast.Config{SendPeriod: auth.Period(), Wire: wire})
+	bc, _ := broadcast.New(broadcast.Config{SendPeriod: auth.Period(), Wire: wire,
+		Class: func(uint32, int) quant.Class { return quant.Rigid }})
 	rx, _ := New(Config{})
-	l := &lagLoop{loop: &loop{t: b, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: lag}
+	l := &lagLoop{loop: &loop{t: b, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: lag,
+		last: map[island.MemberID]quant.State{}}
 	_ = bc.Join(1, 0)
 	_ = bc.Subscribe(1, codec.Subscribe{All: true})
 	return l
@@ -53,11 +62,15 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 		if len(frames) > 0 && len(l.pending) >= l.lag {
 			// The feedback sent lag snapshots ago arrives just now.
 			l.deliver(l.pending[0], func(m codec.Message) { _ = l.bc.Feedback(1, m) })
+			l.upBytes += int64(len(l.pending[0]))
 			l.pending = l.pending[1:]
 		}
 		l.bc.Frames(frames)
 		l.ctl, l.dgs = l.bc.Take(1, l.ctl[:0], l.dgs[:0])
 		l.deliver(l.ctl, func(m codec.Message) { _ = l.rx.Control(l.now, m) })
+		if len(frames) > 0 {
+			l.ctlBytes += int64(len(l.ctl))
+		}
 		for _, d := range l.dgs {
 			bytes += int64(len(d.Bytes))
 			l.rx.Datagram(l.now, d.Bytes)
@@ -66,36 +79,56 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 		if len(frames) == 0 {
 			continue
 		}
+		p := quant.Rigid.Precision()
 		for _, f := range frames {
 			bodies += len(f.Members)
+			for _, m := range f.Members {
+				q, _ := quant.Quantize(m.State, p)
+				if l.last[m.ID] != q {
+					l.changed++
+				}
+				l.last[m.ID] = q
+			}
 		}
+		l.largest = max(l.largest, bytes)
 		l.frames += uint64(len(frames))
 		l.pending = append(l.pending, l.rx.Feedback(nil))
 		return bodies, bytes
 	}
 }
 
-// BenchmarkBandwidth measures wire 2's bits per body per snapshot, counting
-// every datagram byte, on the Fiedler-style boxes scene (900 loose boxes,
-// a pusher knocking stacks over, sleeping on), the 160-link chain and the
-// ragdolls, at 20 and 60 Hz, with acknowledgements arriving 1, 2 and 6
-// snapshots late (the baseline that far behind), velocities included. It
-// reports where the bits go, and fails if the receiver did not restore and
-// commit every frame (digests checked) or ever lacked a baseline.
+// BenchmarkBandwidth measures the default wire's bits per body per
+// snapshot at rigid precision with velocities carried, every byte counted,
+// decoded and checked: down in datagrams (bits/body), down on the control
+// stream (ctl-bits/body) and up in feedback (up-bits/body). Scenes: the
+// Fiedler scene (900 boxes in stacks of three and a pusher sweeping through
+// them without pause, sleeping on — about a third of the bodies change
+// between snapshots; the benchmark fails if fewer than 25 % do), the calm
+// boxes scene (the pusher dips every 2 s), the 160-link chain and the
+// ragdolls; at 20 and 60 Hz, with acknowledgements arriving 1, 2 and 6
+// snapshots late (the baseline that far behind). It reports where the
+// datagram bits go, the share of bodies that changed (changed-%) and the
+// largest snapshot against the mean (max/mean), and fails if the receiver
+// did not restore and commit every frame or ever lacked a baseline.
 func BenchmarkBandwidth(b *testing.B) {
-	for _, scene := range []string{"boxes", "chain", "ragdolls"} {
+	for _, scene := range []string{"fiedler", "boxes", "chain", "ragdolls"} {
 		for _, hz := range []int{20, 60} {
 			for _, lag := range []int{1, 2, 6} {
 				name := fmt.Sprintf("scene=%s/hz=%d/lag=%dms", scene, hz, (lag*1000+hz/2)/hz)
 				b.Run(name, func(b *testing.B) {
 					l := newLagLoop(b, scene, hz, lag)
-					for range 5 * hz { // 5 s: things settle, baselines flow
+					warm := 5 * hz // 5 s: things settle, baselines flow
+					if scene == "fiedler" {
+						warm = 15 * hz // the pusher has scattered a good part of the field
+					}
+					for range warm {
 						l.snapshot()
 					}
 					e0 := encoderBytes(l.bc)
 					committed := l.rx.Stats().FramesCommitted
 					sent := l.frames
-					var bodies int
+					l.ctlBytes, l.upBytes, l.changed, l.largest = 0, 0, 0, 0
+					var bodies, snaps int
 					var bytes int64
 					b.ReportAllocs()
 					b.ResetTimer()
@@ -103,6 +136,7 @@ func BenchmarkBandwidth(b *testing.B) {
 						n, by := l.snapshot()
 						bodies += n
 						bytes += by
+						snaps++
 					}
 					b.StopTimer()
 					st := l.rx.Stats()
@@ -112,9 +146,17 @@ func BenchmarkBandwidth(b *testing.B) {
 					if st.V2.NoBaseline != 0 || st.V2.Digest != 0 {
 						b.Fatalf("v2 stats %+v", st.V2)
 					}
+					share := 100 * float64(l.changed) / float64(bodies)
+					if scene == "fiedler" && share < 25 {
+						b.Fatalf("only %.1f %% of the bodies changed per snapshot: the scene is not busy", share)
+					}
 					e := encoderBytes(l.bc)
 					per := func(v int64) float64 { return float64(8*v) / float64(bodies) }
 					b.ReportMetric(per(bytes), "bits/body")
+					b.ReportMetric(per(l.ctlBytes), "ctl-bits/body")
+					b.ReportMetric(per(l.upBytes), "up-bits/body")
+					b.ReportMetric(share, "changed-%")
+					b.ReportMetric(float64(l.largest)*float64(snaps)/float64(bytes), "max/mean")
 					b.ReportMetric(per(e.Headers-e0.Headers+e.Records-e0.Records+e.Digests-e0.Digests), "hdr-bits/body")
 					b.ReportMetric(per(e.Indices-e0.Indices), "index-bits/body")
 					b.ReportMetric(per(e.Position-e0.Position), "pos-bits/body")

@@ -141,6 +141,9 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 		if act := st.script.actions[st.w.Steps()]; act != nil {
 			act(st.w, st)
 		}
+		if st.script.every != nil {
+			st.script.every(st.w.Steps())
+		}
 		a.drain(st)
 		for i := range st.extra {
 			a.frames = append(a.frames, &st.extra[i])
