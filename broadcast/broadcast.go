@@ -51,8 +51,10 @@ type Config struct {
 	// KeyframeEvery: an island's frames go whole to an observer at least
 	// this many broadcasts apart (wire 2). Zero means DefaultKeyframeEvery.
 	KeyframeEvery int
-	// Class picks an island's constraint class, and so its quantization
-	// (wire 2). Nil means DefaultClass.
+	// Class picks the constraint class, and so the quantization (wire 2),
+	// of an island SetClass said nothing about. Nil means DefaultClass:
+	// rigid precision (1/512 m, 2⁻¹² turn) for every island; only the game
+	// makes one loose.
 	Class func(islandID uint32, members int) quant.Class
 	// Parity is how many Reed–Solomon parity records every frame cut into
 	// 2 … codec.MaxParityFragments fragments carries (wire 2): any
@@ -141,6 +143,7 @@ type Broadcaster struct {
 	leases    map[uint32]island.Lease
 	manifests map[uint32]island.Manifest
 	physics   map[uint32]codec.Physics // of the island's current manifest only
+	classes   map[uint32]quant.Class   // set by SetClass, until the island is forgotten
 	observers map[ObserverID]*observer
 	encoders  map[int]*codec.Encoder
 	groups    []group
@@ -216,7 +219,7 @@ func New(cfg Config) (*Broadcaster, error) {
 		cfg.Class = DefaultClass
 	}
 	return &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
-		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, observers: map[ObserverID]*observer{},
+		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, classes: map[uint32]quant.Class{}, observers: map[ObserverID]*observer{},
 		encoders: map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{},
 		cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: cfg.Codec.MaxMembers})}, nil
 }
@@ -462,6 +465,7 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		delete(b.leases, m.Island)
 		delete(b.manifests, m.Island)
 		delete(b.physics, m.Island)
+		delete(b.classes, m.Island)
 		b.queueAll(m, &m.Island)
 		for _, o := range b.observers {
 			delete(o.v2, m.Island)

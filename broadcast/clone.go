@@ -16,7 +16,7 @@ import (
 // from one state: a fuzz harness, a replay tool.
 func (b *Broadcaster) Clone() *Broadcaster {
 	c := &Broadcaster{cfg: b.cfg, idents: maps.Clone(b.idents), leases: maps.Clone(b.leases),
-		manifests: maps.Clone(b.manifests), physics: maps.Clone(b.physics),
+		manifests: maps.Clone(b.manifests), physics: maps.Clone(b.physics), classes: maps.Clone(b.classes),
 		observers: make(map[ObserverID]*observer, len(b.observers)),
 		encoders:  map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{},
 		stats: b.Stats(), seq: b.seq, cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: b.cfg.Codec.MaxMembers})}

@@ -9,7 +9,9 @@
 // observer has acknowledged 24 baselines of an island. A frame cut into
 // several datagrams carries DefaultParity Reed–Solomon parity records
 // (Config.Parity): the frame still completes when up to that many of its
-// datagrams are lost. On wire 1 each
+// datagrams are lost. Every island is quantized at rigid precision
+// (1/512 m, 2⁻¹² turn; DefaultClass) unless the game makes it decoration
+// with SetClass or Config.Class (quant.Loose: 1/128 m, 2⁻⁹ turn). On wire 1 each
 // broadcast is encoded once per distinct datagram cap and subscription and
 // shared by every observer in that group.
 //

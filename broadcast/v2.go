@@ -27,16 +27,41 @@ const (
 	advanceAt = 24
 )
 
-// DefaultClass picks an island's constraint class from its size: a lone
-// body is loose decoration, a long structure a chain, anything else rigid.
+// DefaultClass is the class of an island the game said nothing about: a
+// long structure (more than 16 bodies) is a chain, anything else rigid —
+// both 1/512 m and 2⁻¹² turn. Size never makes an island loose: a lone
+// crate or vehicle matters as much as a chain link. Decoration is the
+// game's call (Config.Class, SetClass).
 func DefaultClass(_ uint32, members int) quant.Class {
-	switch {
-	case members == 1:
-		return quant.Loose
-	case members > 16:
+	if members > 16 {
 		return quant.Chain
 	}
 	return quant.Rigid
+}
+
+// SetClass sets island id's constraint class, and so its quantization on
+// wire 2, from its next frame on, over Config.Class: quant.Loose for
+// decoration the game does not interact with, quant.Rigid or quant.Chain
+// for anything it does. The setting lasts until the island is forgotten.
+// ErrBadMessage for a class that is none of the three; ErrTableFull when
+// MaxIslands islands already have one.
+func (b *Broadcaster) SetClass(id uint32, c quant.Class) error {
+	if c > quant.Loose {
+		return ErrBadMessage
+	}
+	if _, ok := b.classes[id]; !ok && len(b.classes) >= b.cfg.MaxIslands {
+		return ErrTableFull
+	}
+	b.classes[id] = c
+	return nil
+}
+
+// class is the class island id's frames are quantized with.
+func (b *Broadcaster) class(id uint32, members int) quant.Class {
+	if c, ok := b.classes[id]; ok {
+		return c
+	}
+	return b.cfg.Class(id, members)
 }
 
 // obsIsland is what the broadcaster tracks of one island for one v2
@@ -160,7 +185,7 @@ func deltaOK(base *baseline.Table, f *codec.V2Frame) bool {
 
 // quantize turns a sampled frame into its v2 form and the table it restores.
 func (b *Broadcaster) quantize(f *island.Frame) (quantized, bool) {
-	class := b.cfg.Class(f.Key.Island, len(f.Members))
+	class := b.class(f.Key.Island, len(f.Members))
 	p := class.Precision()
 	key := f.Key
 	key.Seq = b.seq

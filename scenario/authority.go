@@ -157,6 +157,17 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 	return ctl, a.frames
 }
 
+// ScenarioOf returns the name of the scenario island id belongs to, or ""
+// when no world has it.
+func (a *Authority) ScenarioOf(id uint32) string {
+	for k, st := range a.stages {
+		if st.w.Island(id) != nil {
+			return a.scenarios[k].Name
+		}
+	}
+	return ""
+}
+
 // Time returns the authority time of the last step, µs.
 func (a *Authority) Time() island.Time { return a.time }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/token"
 )
 
@@ -67,6 +68,11 @@ type ServerConfig struct {
 	// carries (see broadcast.Config.Parity). Zero means
 	// broadcast.DefaultParity; negative means none.
 	Parity int
+	// Class picks each island's constraint class, and so its quantization
+	// (see broadcast.Config.Class); it is called on the server's step
+	// goroutine, the one that calls Source.Step. Nil means
+	// broadcast.DefaultClass: rigid precision for every island.
+	Class func(islandID uint32, members int) quant.Class
 
 	// SubscribeTimeout bounds an observer's admission: from its handshake,
 	// its control stream and a whole Subscribe on it (after a valid Hello,
@@ -176,7 +182,7 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 	if cfg.Timeline == 0 {
 		cfg.Timeline = randomTimeline()
 	}
-	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire, Parity: cfg.Parity})
+	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire, Parity: cfg.Parity, Class: cfg.Class})
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +41,7 @@ import (
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/scenario"
 	"github.com/islandsync/islandsync/token"
 	"github.com/islandsync/islandsync/transport"
@@ -64,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		maxObs   = fs.Int("max-observers", 256, "most observers connected at once (1–65535)")
 		metrics  = fs.String("metrics", "", "serve Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9090)")
 		names    = fs.String("scenario", "all", "comma-separated scenarios: "+scenario.Names()+", or all")
+		loose    = fs.String("loose", "", "comma-separated scenarios whose islands are decoration, sent at loose precision (1/128 m, 2^-9 turn) instead of rigid (1/512 m, 2^-12 turn)")
 		hz       = fs.Int("hz", 20, fmt.Sprintf("broadcast rate per island, 1–%d", scenario.StepHz))
 		cycle    = fs.Duration("cycle", 20*time.Second, "rebuild the scenarios this often (fresh bodies, same timeline); 0 never")
 		idle     = fs.Duration("idle-timeout", 10*time.Second, "close connections silent this long")
@@ -116,6 +120,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("-scenario: %v", err)
 	}
+	decoration := map[string]bool{}
+	if *loose != "" {
+		for _, n := range strings.Split(*loose, ",") {
+			n = strings.TrimSpace(n)
+			if !slices.ContainsFunc(scs, func(s scenario.Scenario) bool { return s.Name == n }) {
+				return fail("-loose: %q is not among the scenarios run (-scenario %s)", n, *names)
+			}
+			decoration[n] = true
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	var tokenKeys []ed25519.PublicKey
@@ -167,7 +181,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	m := transport.NewMetrics(reg)
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert),
 		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz, Parity: par,
-		SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys})
+		SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys,
+		Class: classes(auth, decoration)})
 	if err != nil {
 		fmt.Fprintln(stderr, "islandserver:", err)
 		return 1
@@ -212,6 +227,17 @@ func defaultStateDir() string {
 		return filepath.Join(home, ".local", "state", "islandsync")
 	}
 	return ""
+}
+
+// classes picks each island's class: loose for the islands of a scenario
+// in decoration, broadcast.DefaultClass (rigid precision) for the rest.
+func classes(auth *scenario.Authority, decoration map[string]bool) func(uint32, int) quant.Class {
+	return func(id uint32, members int) quant.Class {
+		if len(decoration) > 0 && decoration[auth.ScenarioOf(id)] {
+			return quant.Loose
+		}
+		return broadcast.DefaultClass(id, members)
+	}
 }
 
 // cycling rebuilds the scenarios every `every` steps so they run forever.

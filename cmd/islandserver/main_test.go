@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/islandsync/islandsync/quant"
+	"github.com/islandsync/islandsync/scenario"
 )
 
 func TestFlags(t *testing.T) {
@@ -18,6 +21,7 @@ func TestFlags(t *testing.T) {
 		{"-hz", "0"}, {"-hz", "61"}, {"-parity", "-1"}, {"-parity", "17"}, {"-max-observers", "0"}, {"-cycle", "-1s"}, {"-idle-timeout", "1ms"},
 		{"-cert", "c.pem"}, {"-listen", "nohost"}, {"-metrics", "x"}, {"-scenario", "nope"},
 		{"-log-level", "loud"}, {"-bogus"}, {"extra"}, {"-token-key", "/nonexistent"}, {"-subscribe-timeout", "1ms"}, {"-stall-timeout", "0s"},
+		{"-loose", "nope"}, {"-scenario", "chain", "-loose", "ragdolls"},
 	}
 	for _, args := range bad {
 		var out, errs bytes.Buffer
@@ -28,6 +32,34 @@ func TestFlags(t *testing.T) {
 	var out, errs bytes.Buffer
 	if code := run(context.Background(), []string{"-h"}, &out, &errs); code != 0 {
 		t.Fatalf("-h: exit %d", code)
+	}
+}
+
+// TestLooseByScenario: -loose makes the islands of the scenarios it names
+// loose and leaves every other island at rigid precision.
+func TestLooseByScenario(t *testing.T) {
+	scs, err := scenario.Pick("chain,ragdolls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := scenario.NewAuthority(scs, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pick := classes(auth, map[string]bool{"ragdolls": true})
+	ws := auth.Worlds()
+	for _, is := range ws[0].Islands() {
+		if c := pick(is.ID, len(is.Members)); c != quant.Chain {
+			t.Errorf("chain island %d: class %d", is.ID, c)
+		}
+	}
+	for _, is := range ws[1].Islands() {
+		if c := pick(is.ID, len(is.Members)); c != quant.Loose {
+			t.Errorf("ragdoll island %d: class %d", is.ID, c)
+		}
+	}
+	if c := classes(auth, nil)(ws[1].Islands()[0].ID, 6); c != quant.Rigid {
+		t.Errorf("without -loose: class %d", c)
 	}
 }
 

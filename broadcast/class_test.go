@@ -1,0 +1,83 @@
+package broadcast
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
+)
+
+// classesSent broadcasts one frame of each island and returns the class
+// every record of observer 1's datagrams carries, by island.
+func classesSent(t *testing.T, b *Broadcaster, seq uint32, islands map[uint32][]island.MemberID) map[uint32]quant.Class {
+	t.Helper()
+	var frames []*island.Frame
+	for id, m := range islands {
+		frames = append(frames, frameOf(id, m, seq))
+	}
+	b.Frames(frames)
+	_, dgs := b.Take(1, nil, nil)
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	out := map[uint32]quant.Class{}
+	for _, d := range dgs {
+		_, recs, err := dec.Decode(d.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			out[r.Island] = r.Class
+		}
+	}
+	return out
+}
+
+// TestClassByRole: every island is quantized at rigid precision unless the
+// game says otherwise — a lone body included — and the game's word holds
+// until the island is forgotten.
+func TestClassByRole(t *testing.T) {
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	islands := map[uint32][]island.MemberID{1: ids(1, 1), 2: ids(10, 4), 3: ids(100, 40)}
+	for id, m := range islands {
+		live(t, b, id, m)
+	}
+	subscribeAll(t, b, 1)
+	got := classesSent(t, b, 1, islands)
+	want := map[uint32]quant.Class{1: quant.Rigid, 2: quant.Rigid, 3: quant.Chain}
+	for id, c := range want {
+		if got[id] != c {
+			t.Errorf("default: island %d sent as class %d, want %d", id, got[id], c)
+		}
+	}
+	if err := b.SetClass(1, quant.Loose); err != nil {
+		t.Fatal(err)
+	}
+	if got := classesSent(t, b, 2, islands); got[1] != quant.Loose || got[2] != quant.Rigid {
+		t.Errorf("after SetClass(1, loose): classes %v", got)
+	}
+	if err := b.Apply(codec.Forget{Island: 1}); err != nil {
+		t.Fatal(err)
+	}
+	live(t, b, 1, islands[1])
+	if got := classesSent(t, b, 3, islands); got[1] != quant.Rigid {
+		t.Errorf("a forgotten island kept its class: %v", got)
+	}
+	if err := b.SetClass(2, quant.Class(3)); !errors.Is(err, ErrBadMessage) {
+		t.Errorf("class 3: %v", err)
+	}
+
+	small, _ := New(Config{MaxIslands: 1})
+	if err := small.SetClass(5, quant.Loose); err != nil {
+		t.Fatal(err)
+	}
+	if err := small.SetClass(5, quant.Rigid); err != nil {
+		t.Errorf("resetting a set class: %v", err)
+	}
+	if err := small.SetClass(6, quant.Loose); !errors.Is(err, ErrTableFull) {
+		t.Errorf("past MaxIslands: %v", err)
+	}
+}
