@@ -1,31 +1,38 @@
-// Package baseline is the decode-baseline window of delta frames: record
-// tables restored from packets, the integer deltas between them, and the
-// protocol that bounds how many a receiver keeps.
+// Package baseline is what both ends know of the decode baselines of wire
+// 3: which frames an observer holds to decode deltas against, and how the
+// authority learns it without feedback that grows with the world.
 //
-// A Table is the full record table one packet restores: per body a
-// quantized motion record (quant.State), the authority time it was observed
-// at and its continuity segment. A Packet names its baseline table and
-// carries Changes — a Full record, a Delta of the changed fields, or a
-// Remove — plus the digest of the table it restores. Bodies a packet leaves
-// out keep their records, observation time included.
+// A Table is one island frame in quantized form — per body an integer
+// motion record (quant.State), the authority time it was observed at and
+// its continuity segment — with the frame's key, sender, time, segment and
+// class (FrameInfo), which a delta against it inherits.
 //
-// # The window
+// # Confirmations count datagrams, not islands
 //
-// A Receiver keeps at most Slots (32) immutable tables of one window
-// generation, apart from any display history. It decodes a packet only
-// against a table it holds, checks the digest, and refuses anything else
-// whole (ErrNoBaseline and ErrDigest call for a keyframe); it stores, and so
-// lets the caller acknowledge, only while a slot is free. A Sender references
-// only tables the observer acknowledged in the current generation, the newest
-// first, and falls back to keyframes when none is usable.
+// The authority numbers the datagrams it sends each observer. The observer
+// confirms datagrams (Arrivals: the newest number and a bitfield of the 64
+// before it — one 17-byte control message whatever the number of islands),
+// and the authority's Sender, which remembers which frames each of the last
+// Remembered datagrams carried, derives from them each island's newest
+// frame the observer holds (Track). A frame cut into several datagrams
+// counts once every datagram with its data is confirmed. A confirmed
+// datagram means every frame in it is held, except frames of islands the
+// observer asked for whole (codec.Keyframes, sent first): Track.Refused
+// forgets what is held and keeps frames sent before the request from
+// counting.
 //
-// The window advances without a 33rd acknowledgement: the sender keeps one
-// acknowledged anchor and sends a Control {Gen: w+1, Keep: [anchor]}
-// reliably; until it is confirmed, packets stay in w and reference only the
-// anchor. The receiver applies the control once (deduplicated by generation,
-// never backwards), releases every other table, and from then on refuses
-// packets of w. Packets of w+1 that overtake the control are held, at most
-// MaxHeld, and decoded when it arrives — never guessed.
+// # The window counts broadcasts
+//
+// Both ends keep to one rule, with no control message at all: an observer
+// keeps an island's frames of the last Window (32) broadcasts, counted from
+// the newest broadcast it has seen, and always the island's newest frame
+// (the anchor) whatever its age (Kept). The authority codes a delta of
+// broadcast c against a confirmed frame of broadcast s only when
+// c − s < Window − Slack (24), or when s is the newest frame of the island
+// it sent the observer at all (Usable) — so a datagram up to Slack (8)
+// broadcasts late still finds its baseline, and an island at rest for
+// minutes still costs a run record against its anchor. Anything else goes
+// whole. An observer therefore holds at most Window+1 frames per island.
 //
 // Everything here is a pure state machine: no clock, no goroutine, no I/O,
 // not safe for concurrent use.

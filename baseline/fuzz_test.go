@@ -1,115 +1,163 @@
 package baseline
 
 import (
-	"errors"
-	"reflect"
 	"testing"
-
-	"github.com/islandsync/islandsync/island"
 )
 
-// FuzzWindow drives an honest sender and a receiver through a lossy,
-// reordering, duplicating channel with operations read from the input, and
-// checks: every table the receiver restores is exactly the one the sender
-// coded; the receiver never lacks a baseline the sender referenced (the
-// sender references only acknowledged tables); the window never holds more
-// than Slots tables and its generation never goes back.
-func FuzzWindow(f *testing.F) {
-	f.Add([]byte{0, 1, 0, 3, 0, 1, 3, 0, 1, 3, 4})
-	f.Add([]byte{0, 0, 0, 0, 1, 1, 2, 1, 3, 3, 3, 5, 1, 0, 1, 4, 4})
-	seed := make([]byte, 0, 400)
+// FuzzAcks drives the acknowledgement model — an authority's Sender and an
+// observer's Kept tables and Arrivals — through a lossy, reordering,
+// delaying channel both ways, with operations read from the input:
+// broadcasts of three islands (each sent or not, whole or in two
+// datagrams), datagrams delivered in any order or lost, feedback produced,
+// delayed or lost, keyframe requests, pruning. It checks the property the
+// wire rests on: a delta the authority codes against a baseline finds that
+// baseline at the observer whenever its datagram arrives no more than
+// Slack broadcasts late; and no island ever holds more than Window+1
+// tables.
+func FuzzAcks(f *testing.F) {
+	f.Add([]byte{0, 0xff, 1, 0, 3, 4, 0, 0xff, 1, 0, 1, 0, 3, 4})
+	f.Add([]byte{0, 0x3f, 0, 0x3f, 1, 1, 1, 0, 1, 0, 3, 6, 4, 0, 0x3f, 1, 0, 1, 0, 1, 0})
+	seed := make([]byte, 0, 600)
 	for i := 0; i < 100; i++ {
-		seed = append(seed, 0, 1, 3, 4)
+		seed = append(seed, 0, byte(i*37), 1, byte(i), 3, 4, 5)
 	}
 	f.Add(seed)
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		s, r := NewSender(), NewReceiver(0)
-		sent := map[uint32]*Table{}
-		world := &Table{Entries: []Entry{{ID: idA}, {ID: idB}}}
-		var packets []*Packet
-		type ack struct{ gen, id uint32 }
-		var acks []ack
-		var ctls []Control
-		nextID := uint32(1)
-		gen := r.Gen()
-		decode := func(p *Packet) {
-			got, stored, err := r.Decode(p)
-			switch {
-			case err == nil:
-				if want := sent[p.ID]; !reflect.DeepEqual(got.Entries, want.Entries) {
-					t.Fatalf("packet %d restored a different table", p.ID)
-				}
-				if stored {
-					acks = append(acks, ack{r.Gen(), p.ID})
-				}
-				if r.Full() {
-					if keep, ok := r.Anchor(); ok {
-						if c, ok := s.Advance(keep); ok {
-							ctls = append(ctls, c)
-						}
-					}
-				}
-			case errors.Is(err, ErrNoBaseline), errors.Is(err, ErrDigest), errors.Is(err, ErrMalformed):
-				t.Fatalf("packet %d: %v", p.ID, err)
-			}
+		const islands = 3
+		type rec struct {
+			island      uint32
+			seq, base   uint32
+			delta       bool
+			part, parts int
+			table       *Table // the authority's table of the frame, one per frame
 		}
+		type datagram struct {
+			num  uint32
+			seq  uint32
+			recs []rec
+		}
+		type feedback struct {
+			keys          []uint32
+			newest        uint32
+			prior         uint64
+			hasReport     bool
+			barrierBefore uint32
+		}
+		s := NewSender(0)
+		var tracks [islands]*Track
+		for i := range tracks {
+			tracks[i] = s.Track(uint32(i))
+		}
+		var kept [islands]Kept
+		var arr Arrivals
+		var inFlight []datagram
+		var fb []feedback
+		var keyReq []uint32
+		parts := map[[2]uint32]int{} // (island, seq) → parts arrived
+		var seq, packet, newest uint32
+		seen := false
 		for i := 0; i < len(ops); i++ {
 			arg := 0
 			if i+1 < len(ops) {
 				arg = int(ops[i+1])
 			}
-			switch ops[i] % 6 {
-			case 0: // the world moves; a packet is coded and sent
-				next := &Table{ID: nextID, Entries: append([]Entry(nil), world.Entries...)}
-				next.Entries[arg%2].Q.X += int64(arg) - 100
-				next.Entries[arg%2].Time = island.Time(nextID)
-				world = next
-				base, _ := s.Baseline()
-				packets = append(packets, packetFor(base, next, s.Gen()))
-				s.Sent(next)
-				sent[nextID] = next
-				nextID++
-			case 1, 5: // deliver one (5: keep a duplicate in flight)
-				if len(packets) > 0 {
-					k := arg % len(packets)
-					p := packets[k]
-					if ops[i]%6 == 1 {
-						packets = append(packets[:k], packets[k+1:]...)
+			switch ops[i] % 7 {
+			case 0: // a broadcast: bit k of arg sends island k; bit 3+k cuts it in two
+				i++
+				seq++
+				var dgs []datagram
+				for k := uint32(0); k < islands; k++ {
+					if arg&(1<<k) == 0 {
+						continue
 					}
-					decode(p)
-				}
-			case 2: // lose one
-				if len(packets) > 0 {
-					k := arg % len(packets)
-					packets = append(packets[:k], packets[k+1:]...)
-				}
-			case 3: // an acknowledgement arrives
-				if len(acks) > 0 {
-					a := acks[0]
-					acks = acks[1:]
-					s.Ack(a.gen, a.id)
-				}
-			case 4: // the window control arrives (reliable, in order)
-				if len(ctls) > 0 {
-					c := ctls[0]
-					ctls = ctls[1:]
-					ready, err := r.Commit(c)
-					if err != nil {
-						t.Fatalf("commit %+v: %v", c, err)
+					r := rec{island: k, seq: seq, parts: 1, table: tbl(seq)}
+					if base, ok := tracks[k].Baseline(seq); ok {
+						r.delta, r.base = true, base.ID
 					}
-					s.Confirmed(r.Gen())
-					for k := range ready {
-						decode(&ready[k])
+					if arg&(8<<k) != 0 {
+						r.parts = 2
+					}
+					for p := 0; p < r.parts; p++ {
+						r.part = p
+						if p > 0 || len(dgs) == 0 || r.parts > 1 {
+							dgs = append(dgs, datagram{num: packet, seq: seq})
+							packet++
+						}
+						d := &dgs[len(dgs)-1]
+						d.recs = append(d.recs, r)
 					}
 				}
+				for _, d := range dgs {
+					s.Packet(d.num)
+					for _, r := range d.recs {
+						s.Carried(tracks[r.island], r.table, r.parts)
+					}
+				}
+				inFlight = append(inFlight, dgs...)
+			case 1: // deliver one datagram in flight, the arg-th
+				i++
+				if len(inFlight) == 0 {
+					continue
+				}
+				j := arg % len(inFlight)
+				d := inFlight[j]
+				inFlight = append(inFlight[:j], inFlight[j+1:]...)
+				late := seen && newest-d.seq > Slack && newest-d.seq < 1<<31
+				if !seen || (d.seq != newest && d.seq-newest < 1<<31) {
+					seen, newest = true, d.seq
+				}
+				for _, r := range d.recs {
+					k := &kept[r.island]
+					if r.delta && k.Find(r.base) == nil {
+						if !late {
+							t.Fatalf("island %d frame %d coded against %d, which the observer does not hold (newest %d)", r.island, r.seq, r.base, newest)
+						}
+						keyReq = append(keyReq, r.island)
+						continue
+					}
+					key := [2]uint32{r.island, r.seq}
+					parts[key]++
+					if parts[key] == r.parts {
+						delete(parts, key)
+						k.Keep(tbl(r.seq), newest)
+					}
+					if k.Len() > Window+1 {
+						t.Fatalf("island %d holds %d tables", r.island, k.Len())
+					}
+				}
+				arr.Arrived(d.num)
+			case 2: // lose one datagram
+				i++
+				if len(inFlight) > 0 {
+					j := arg % len(inFlight)
+					inFlight = append(inFlight[:j], inFlight[j+1:]...)
+				}
+			case 3: // the observer's feedback: keyframe requests first, then what arrived
+				n, p, ok := arr.Report()
+				fb = append(fb, feedback{keys: keyReq, newest: n, prior: p, hasReport: ok})
+				keyReq = nil
+			case 4: // the oldest feedback reaches the authority
+				if len(fb) == 0 {
+					continue
+				}
+				m := fb[0]
+				fb = fb[1:]
+				for _, k := range m.keys {
+					tracks[k].Refused(seq + 1)
+				}
+				if m.hasReport {
+					s.Received(m.newest, m.prior)
+				}
+			case 5: // lose the oldest feedback (a reliable stream never does;
+				// the model allows it: losing confirmations is always safe)
+				if len(fb) > 0 {
+					fb = fb[1:]
+				}
+			case 6: // the observer prunes every island
+				for k := range kept {
+					kept[k].Prune(newest)
+				}
 			}
-			if len(r.Held()) > Slots {
-				t.Fatalf("%d tables held", len(r.Held()))
-			}
-			if r.Gen() != gen && island.SeqNewer(gen, r.Gen()) {
-				t.Fatal("the window went back")
-			}
-			gen = r.Gen()
 		}
 	})
 }

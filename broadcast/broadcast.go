@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
@@ -44,20 +45,21 @@ type Config struct {
 	MaxIslands int
 	// MaxIdentities caps live identities. Zero means DefaultMaxIdentities.
 	MaxIdentities int
-	// Wire is the datagram format: 2 (quantized keyframes and deltas
-	// against acknowledged baselines) or 1 (float frames, encoded once per
-	// cap and subscription). Zero means 2.
+	// Wire is the datagram format: 3 (quantized keyframes and deltas
+	// against baselines the observer confirmed holding) or 1 (float frames,
+	// encoded once per cap and subscription). Zero means 3. Format 2 is
+	// retired (refused).
 	Wire int
 	// KeyframeEvery: an island's frames go whole to an observer at least
-	// this many broadcasts apart (wire 2). Zero means DefaultKeyframeEvery.
+	// this many broadcasts apart (wire 3). Zero means DefaultKeyframeEvery.
 	KeyframeEvery int
-	// Class picks the constraint class, and so the quantization (wire 2),
+	// Class picks the constraint class, and so the quantization (wire 3),
 	// of an island SetClass said nothing about. Nil means DefaultClass:
 	// rigid precision (1/512 m, 2⁻¹² turn) for every island; only the game
 	// makes one loose.
 	Class func(islandID uint32, members int) quant.Class
 	// Parity is how many Reed–Solomon parity records every frame cut into
-	// 2 … codec.MaxParityFragments fragments carries (wire 2): any
+	// 2 … codec.MaxParityFragments fragments carries (wire 3): any
 	// Fragments of its Fragments+Parity records complete it. Zero means
 	// DefaultParity; negative means none; at most codec.MaxParity.
 	Parity int
@@ -89,8 +91,9 @@ type observer struct {
 	subKey      string   // groups observers with the same subscription: "" all, "none", or 'L' + the list
 	ctl         []byte   // control bytes not yet taken
 	out         []Datagram
-	acks        map[uint32]codec.AckEntry
-	v2          map[uint32]*obsIsland // wire v2: per island, what this observer holds
+	v2          map[uint32]*obsIsland // wire 3: per island, what this observer holds and its keyframe schedule
+	snd         *baseline.Sender      // wire 3: which datagram carried which frame; what the observer confirmed
+	packet      uint32                // wire 3: the number of the next datagram to this observer
 	restricted  bool                  // subscriptions are cut to allowed
 	allowed     []uint32              // ascending, when restricted
 }
@@ -149,7 +152,7 @@ type Broadcaster struct {
 	groups    []group
 	stats     Stats
 
-	// wire v2
+	// wire 3
 	seq    uint32 // broadcast sequence
 	enc2   map[int]*codec.V2Encoder
 	quant  []quantized
@@ -157,7 +160,6 @@ type Broadcaster struct {
 	ids    []ObserverID
 
 	cdec *codec.ControlDecoder // FeedbackBytes' decoder
-	adv  []codec.WindowEntry   // held's scratch: the window advances to queue
 	one  [1]*observer          // broadcastV2's scratch: the observer one encoding goes to
 }
 
@@ -199,10 +201,10 @@ func New(cfg Config) (*Broadcaster, error) {
 	}
 	switch cfg.Wire {
 	case 0:
-		cfg.Wire = 2
-	case 1, 2:
+		cfg.Wire = 3
+	case 1, 3:
 	default:
-		return nil, errors.New("broadcast: Wire must be 1 or 2")
+		return nil, errors.New("broadcast: Wire must be 3 or 1 (2 is retired)")
 	}
 	if cfg.KeyframeEvery <= 0 {
 		cfg.KeyframeEvery = DefaultKeyframeEvery
@@ -241,7 +243,8 @@ func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
 	if _, err := b.encoder(maxDatagram); err != nil {
 		return err
 	}
-	o := &observer{id: id, maxDatagram: maxDatagram, subKey: "none", acks: map[uint32]codec.AckEntry{}, v2: map[uint32]*obsIsland{}}
+	o := &observer{id: id, maxDatagram: maxDatagram, subKey: "none", v2: map[uint32]*obsIsland{},
+		snd: baseline.NewSender(b.cfg.MaxIslands)}
 	b.observers[id] = o
 	queue(b, o, codec.Welcome{Version: codec.ControlVersion, Timeline: b.cfg.Timeline,
 		SendPeriod: uint32(b.cfg.SendPeriod), MaxDatagram: uint16(min(maxDatagram, 0xFFFF))})
@@ -311,6 +314,7 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 			}
 		case had && !now:
 			queue(b, o, codec.Forget{Island: isl})
+			o.forgetIsland(isl) // the observer drops its baselines of it
 		}
 	}
 	o.all, o.subs, o.subKey = s.All, slices.Clone(s.Islands), ""
@@ -336,26 +340,10 @@ func (b *Broadcaster) liveIslands() []uint32 {
 	return out
 }
 
-// Ack records what an observer acknowledged; Acked reads it back.
-func (b *Broadcaster) Ack(id ObserverID, a codec.Ack) error {
-	o := b.observers[id]
-	if o == nil {
-		return ErrNoObserver
-	}
-	for _, e := range a.Entries {
-		if len(o.acks) >= b.cfg.MaxIslands {
-			if _, ok := o.acks[e.Newest.Island]; !ok {
-				continue
-			}
-		}
-		o.acks[e.Newest.Island] = e
-	}
-	return nil
-}
-
-// Feedback applies one control message from an observer: Subscribe, Ack,
-// and for wire 2 Held (baselines it holds, window confirmations) and
-// Keyframes (islands to send whole). Anything else is ErrDirection.
+// Feedback applies one control message from an observer: Subscribe,
+// and for wire 3 Received (datagrams it confirms, and so the baselines it
+// holds) and Keyframes (islands to send whole). Anything else is
+// ErrDirection.
 func (b *Broadcaster) Feedback(id ObserverID, m codec.Message) error {
 	o := b.observers[id]
 	if o == nil {
@@ -364,10 +352,8 @@ func (b *Broadcaster) Feedback(id ObserverID, m codec.Message) error {
 	switch m := m.(type) {
 	case codec.Subscribe:
 		return b.Subscribe(id, m)
-	case codec.Ack:
-		return b.Ack(id, m)
-	case codec.Held:
-		b.held(o, m)
+	case codec.Received:
+		b.received(o, m)
 	case codec.Keyframes:
 		b.keyframes(o, m)
 	default:
@@ -383,7 +369,7 @@ func (b *Broadcaster) Feedback(id ObserverID, m codec.Message) error {
 // means p ends inside a message (keep the rest and read more); any other
 // means the observer broke the protocol.
 //
-// Held, Keyframes and Ack — what every observer sends several times a
+// Received, Keyframes and Ack — what every observer sends several times a
 // second — are decoded into storage the broadcaster reuses, so that
 // applying them allocates nothing.
 func (b *Broadcaster) FeedbackBytes(id ObserverID, p []byte) (int, error) {
@@ -400,15 +386,6 @@ func (b *Broadcaster) FeedbackBytes(id ObserverID, p []byte) (int, error) {
 		n += size
 	}
 	return n, nil
-}
-
-// Acked returns the newest acknowledgement an observer sent for an island.
-func (b *Broadcaster) Acked(id ObserverID, islandID uint32) (codec.AckEntry, bool) {
-	if o := b.observers[id]; o != nil {
-		e, ok := o.acks[islandID]
-		return e, ok
-	}
-	return codec.AckEntry{}, false
 }
 
 // Apply records one authority change — Announce, Destroy, Lease, Manifest,
@@ -468,7 +445,7 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		delete(b.classes, m.Island)
 		b.queueAll(m, &m.Island)
 		for _, o := range b.observers {
-			delete(o.v2, m.Island)
+			o.forgetIsland(m.Island)
 		}
 	case codec.Cut:
 		b.queueAll(m, &m.Island) // an event, not state: late joiners get the new segment's frames
@@ -517,7 +494,7 @@ func (b *Broadcaster) encoder(maxDatagram int) (*codec.Encoder, error) {
 // the same datagram cap and subscription shares one encoding: one buffer,
 // allocated per group and call, that nobody writes again.
 func (b *Broadcaster) Frames(frames []*island.Frame) {
-	if b.cfg.Wire == 2 {
+	if b.cfg.Wire == 3 {
 		b.framesV2(frames)
 		return
 	}

@@ -167,20 +167,11 @@ func TestLimitsAndErrors(t *testing.T) {
 	if err := b.Apply(codec.Lease{Island: 2}); !errors.Is(err, ErrTableFull) {
 		t.Fatalf("islands over the cap: %v", err)
 	}
-	if err := b.Apply(codec.Ack{}); !errors.Is(err, ErrDirection) {
-		t.Fatalf("ack applied: %v", err)
+	if err := b.Apply(codec.Received{}); !errors.Is(err, ErrDirection) {
+		t.Fatalf("received applied: %v", err)
 	}
 	if err := b.Subscribe(77, codec.Subscribe{All: true}); !errors.Is(err, ErrNoObserver) {
 		t.Fatalf("unknown observer: %v", err)
-	}
-	// Acks are kept per observer and island.
-	_ = b.Join(3, 0)
-	k := island.Key{Island: 1, Epoch: 1, Topology: 1, Config: 1, Seq: 9}
-	if err := b.Ack(3, codec.Ack{Entries: []codec.AckEntry{{Newest: k, Prior: 3}}}); err != nil {
-		t.Fatal(err)
-	}
-	if e, ok := b.Acked(3, 1); !ok || e.Newest != k || e.Prior != 3 {
-		t.Fatalf("acked %+v %v", e, ok)
 	}
 }
 
@@ -320,17 +311,13 @@ func TestFeedbackBytes(t *testing.T) {
 	if err := b.Join(1, 0); err != nil {
 		t.Fatal(err)
 	}
-	ack := codec.Ack{Entries: []codec.AckEntry{{Newest: island.Key{Island: 7, Epoch: 1, Topology: 1, Config: 1, Seq: 4}}}}
 	stream := codec.Subscribe{All: true}.Append(nil)
-	stream = ack.Append(stream)
+	stream = codec.Keyframes{Islands: []uint32{7}}.Append(stream)
 	whole := len(stream)
-	held := codec.Held{Entries: []codec.HeldEntry{{Island: 7, Newest: 4}}}.Append(nil)
+	held := codec.Received{Newest: 4, Prior: 1}.Append(nil)
 	n, err := b.FeedbackBytes(1, append(stream, held[:7]...))
 	if n != whole || !errors.Is(err, codec.ErrTruncated) {
 		t.Fatalf("truncated tail: applied %d of %d, %v", n, whole, err)
-	}
-	if e, ok := b.Acked(1, 7); !ok || e != ack.Entries[0] {
-		t.Fatalf("ack not applied: %+v %v", e, ok)
 	}
 	if ctl, _ := b.Take(1, nil, nil); !strings.Contains(types(parseAll(t, ctl)), "manifest") {
 		t.Fatalf("subscribe not applied: %s", types(parseAll(t, ctl)))

@@ -8,7 +8,7 @@ import (
 
 // Clone returns an independent copy of the broadcaster: what is live, every
 // observer with its subscription, restriction, queued control and
-// datagrams, acknowledgements and baseline windows, the broadcast sequence
+// datagrams, what each observer holds and which datagram carried what, the broadcast sequence
 // and the counters, so that the copy, driven as the original would be,
 // sends the same bytes. Encoders are made afresh (they keep nothing between
 // broadcasts but scratch). Datagrams already queued share their bytes with
@@ -26,11 +26,11 @@ func (b *Broadcaster) Clone() *Broadcaster {
 		p.allowed = append([]uint32(nil), o.allowed...)
 		p.ctl = append([]byte(nil), o.ctl...)
 		p.out = append([]Datagram(nil), o.out...)
-		p.acks = maps.Clone(o.acks)
+		p.snd = o.snd.Clone()
 		p.v2 = make(map[uint32]*obsIsland, len(o.v2))
 		for isl, oi := range o.v2 {
 			q := *oi
-			q.snd = oi.snd.Clone()
+			q.track = p.snd.Track(isl)
 			p.v2[isl] = &q
 		}
 		c.observers[id] = &p

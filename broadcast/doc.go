@@ -1,12 +1,14 @@
 // Package broadcast is the authority's send path: what is live (identities,
 // leases, manifests), a Welcome and catch-up for each joining observer,
 // every observer's control messages in order, and each broadcast's frames
-// encoded into datagrams. On wire 2 (the default) each frame is quantized
+// encoded into datagrams. On wire 3 (the default) each frame is quantized
 // once and coded per observer as a keyframe or a delta against the newest
-// baseline that observer acknowledged (Feedback with codec.Held), with a
-// keyframe at least every KeyframeEvery broadcasts and whenever asked
-// (codec.Keyframes); window advances (codec.Windows) go out when an
-// observer has acknowledged 24 baselines of an island. A frame cut into
+// frame of the island that observer holds — learnt from its confirmations
+// of the datagrams it was sent (codec.Received; package baseline) — with a
+// keyframe at least every KeyframeEvery broadcasts, each island in its own
+// turn so that keyframes spread evenly over broadcasts, and whenever asked
+// (codec.Keyframes). No control message keeps the baseline window: it
+// counts broadcasts, and both ends keep to it. A frame cut into
 // several datagrams carries DefaultParity Reed–Solomon parity records
 // (Config.Parity): the frame still completes when up to that many of its
 // datagrams are lost. Every island is quantized at rigid precision
@@ -19,7 +21,7 @@
 //
 //	bc, _ := broadcast.New(broadcast.Config{Timeline: rand.Uint64(), SendPeriod: 50_000})
 //	bc.Join(id, maxDatagram)              // a connection arrived: Welcome + Announce queued
-//	bc.FeedbackBytes(id, b)               // its stream: Subscribe (Lease + Manifest of each island it gains), Ack, Held, Keyframes
+//	bc.FeedbackBytes(id, b)               // its stream: Subscribe (Lease + Manifest of each island it gains), Received, Keyframes
 //	bc.Feedback(id, msg)                  // the same, one parsed message
 //	for _, m := range changes { bc.Apply(m) } // Announce, Destroy, Lease, Manifest, Forget
 //	bc.Frames(frames)                     // one broadcast tick
@@ -31,21 +33,24 @@
 //     Manifest were queued on its control stream: frames of islands without
 //     an applied Lease and Manifest are not sent to anyone (counted), and a
 //     subscription's catch-up is queued the moment it is made.
-//   - A delta names only a baseline the observer acknowledged in the current
-//     window; a new stream, segment or generation always goes whole.
+//   - A delta names only a frame the observer confirmed holding and still
+//     keeps under the window rule; a new stream, segment or generation
+//     always goes whole.
 //   - Datagrams live in buffers that are never written again, so transports
 //     may hand the same bytes to several observers concurrently; on wire 1
 //     each group of observers (same cap, same subscription) costs one
 //     encoding per Frames call.
 //   - Every table is capped (observers, islands, identities, acks).
-//   - Reading an observer's feedback with FeedbackBytes — acknowledgements,
-//     held baselines, keyframe requests, and the window advances they
-//     start — allocates nothing in steady state.
+//   - Reading an observer's feedback with FeedbackBytes — confirmations of
+//     datagrams and keyframe requests — allocates nothing in steady state;
+//     a confirmation costs the same whatever the number of islands, plus
+//     the frames the datagrams it newly confirms carried.
 //
 // # Snapshots
 //
 // Clone copies a broadcaster whole — what is live, every observer's
-// queues, acknowledgements and baseline windows — sharing only bytes and
+// queues, what each observer holds and which datagram carried what —
+// sharing only bytes and
 // tables that nobody changes again. Restrict cuts an observer's
 // subscriptions to a set of islands (a connect token's).
 //

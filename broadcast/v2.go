@@ -10,21 +10,19 @@ import (
 	"github.com/islandsync/islandsync/quant"
 )
 
-// Wire-v2 defaults.
+// Wire-3 defaults.
 const (
 	// DefaultKeyframeEvery is how many broadcasts apart an island's
 	// keyframes go to an observer at the latest (2 s at 20 Hz), besides
-	// those a new stream, a new segment or a request calls for.
+	// those a new stream, a new segment or a request calls for. Islands
+	// take their turns spread over the interval, so that no broadcast
+	// carries many more keyframes than another.
 	DefaultKeyframeEvery = 40
 	// DefaultParity is the parity records a fragmented frame carries: with
 	// two, the 160-link chain (two fragments a frame) commits 92 % of its
 	// frames at 10 % loss and 87 % at 25 % across the impairment matrix,
 	// against 70 % and 51 % with none and 88 % and 76 % with one.
 	DefaultParity = 2
-	// advanceAt is how many acknowledged baselines of an island make the
-	// sender advance its window, keeping the newest: well before the 32
-	// slots fill, so that the observer never has to stop storing.
-	advanceAt = 24
 )
 
 // DefaultClass is the class of an island the game said nothing about: a
@@ -40,7 +38,7 @@ func DefaultClass(_ uint32, members int) quant.Class {
 }
 
 // SetClass sets island id's constraint class, and so its quantization on
-// wire 2, from its next frame on, over Config.Class: quant.Loose for
+// wire 3, from its next frame on, over Config.Class: quant.Loose for
 // decoration the game does not interact with, quant.Rigid or quant.Chain
 // for anything it does. The setting lasts until the island is forgotten.
 // ErrBadMessage for a class that is none of the three; ErrTableFull when
@@ -64,25 +62,47 @@ func (b *Broadcaster) class(id uint32, members int) quant.Class {
 	return b.cfg.Class(id, members)
 }
 
-// obsIsland is what the broadcaster tracks of one island for one v2
-// observer: the baselines it acknowledged, and when it last got a keyframe.
+// obsIsland is what the broadcaster tracks of one island for one observer
+// on wire 3: what the observer holds of it (a baseline.Track of the
+// observer's baseline.Sender), and its keyframe schedule.
 type obsIsland struct {
-	snd     *baseline.Sender
-	lastKey uint32 // broadcast sequence of the last keyframe
-	wantKey bool   // a keyframe was asked for
+	track   *baseline.Track
+	lastKey uint32 // broadcast sequence the periodic keyframe schedule counts from
+	wantKey bool   // a keyframe is due: new to the observer, or asked for
+	parts   int    // scratch: the data datagrams of this broadcast carrying it
 }
 
-func (o *observer) island(id uint32, maxIslands int) *obsIsland {
+func (o *observer) island(id uint32) *obsIsland {
 	if oi := o.v2[id]; oi != nil {
 		return oi
 	}
-	if len(o.v2) >= maxIslands {
+	tr := o.snd.Track(id) // capped at MaxIslands
+	if tr == nil {
 		return nil
 	}
-	oi := &obsIsland{snd: baseline.NewSender(), wantKey: true}
+	oi := &obsIsland{track: tr, wantKey: true}
 	o.v2[id] = oi
 	return oi
 }
+
+// forgetIsland drops what the observer holds of island id.
+func (o *observer) forgetIsland(id uint32) {
+	delete(o.v2, id)
+	o.snd.Forget(id)
+}
+
+// phase spreads islands over the keyframe interval: island id's periodic
+// keyframes fall on broadcasts whose sequence is phase(id) modulo every,
+// whatever broadcast it joined on. Islands go in blocks of keyBlock
+// consecutive ids, so that the keyframes of one broadcast sit side by side
+// and the runs of islands at rest between them stay long.
+func phase(id uint32, every int) uint32 {
+	return uint32(uint64(id/keyBlock) * 2654435761 % uint64(every)) // Knuth's multiplicative hash spreads consecutive blocks
+}
+
+// keyBlock is how many consecutive island ids take their periodic
+// keyframes in the same broadcast.
+const keyBlock = 16
 
 // quantized is one frame of a broadcast in quantized form, shared by every
 // observer: the v2 frame and the table it restores.
@@ -92,7 +112,7 @@ type quantized struct {
 }
 
 // framesV2 encodes a broadcast for every observer: per island a keyframe or
-// a delta against the newest baseline that observer acknowledged. Frames
+// a delta against the newest frame that observer confirmed holding. Frames
 // of different authority times become consecutive broadcasts.
 func (b *Broadcaster) framesV2(frames []*island.Frame) {
 	b.byTime = append(b.byTime[:0], frames...)
@@ -135,7 +155,7 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 		return
 	}
 	hasher := b.v2Encoder(b.cfg.Codec.MaxDatagram)
-	hasher.Begin(b.seq, t)
+	hasher.Begin(0, b.seq, t)
 	for i := range b.quant {
 		hasher.FrameDigest(&b.quant[i].f) // once per frame, whatever the observers
 	}
@@ -144,35 +164,98 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 		b.ids = append(b.ids, id)
 	}
 	slices.Sort(b.ids)
+	every := uint32(b.cfg.KeyframeEvery)
 	for _, id := range b.ids {
 		o := b.observers[id]
 		enc := b.v2Encoder(o.maxDatagram)
-		enc.Begin(b.seq, t)
+		enc.Begin(o.packet, b.seq, t)
 		for i := range b.quant {
 			q := &b.quant[i]
-			if !o.wants(q.f.Key.Island) {
+			isl := q.f.Key.Island
+			if !o.wants(isl) {
 				continue
 			}
-			oi := o.island(q.f.Key.Island, b.cfg.MaxIslands)
+			oi := o.island(isl)
 			if oi == nil {
 				continue
 			}
 			var err error
-			if base, ok := oi.snd.Baseline(); ok && !oi.wantKey && b.seq-oi.lastKey < uint32(b.cfg.KeyframeEvery) && deltaOK(base, &q.f) {
-				err = enc.AddDelta(&q.f, &codec.V2Ref{Window: oi.snd.Gen(), Base: base})
-			} else {
-				err = enc.AddKey(&q.f, oi.snd.Gen())
-				oi.lastKey, oi.wantKey = b.seq, false
+			base, ok := oi.track.Baseline(b.seq)
+			switch {
+			case ok && !oi.wantKey && b.seq-oi.lastKey < every && deltaOK(base, &q.f):
+				err = enc.AddDelta(&q.f, &codec.V2Ref{Base: base})
+			default:
+				err = enc.AddKey(&q.f)
+				if oi.wantKey || b.seq-oi.lastKey < every {
+					// Off schedule (new, asked for, a new stream): the next
+					// periodic keyframe still falls in the island's turn.
+					oi.lastKey = b.seq - (b.seq-phase(isl, b.cfg.KeyframeEvery))%every
+				} else {
+					oi.lastKey = b.seq
+				}
+				oi.wantKey = false
 			}
 			if err != nil {
 				b.stats.FramesRefused++
+			}
+		}
+		dgs := enc.Datagrams()
+		b.carried(o, enc, dgs)
+		o.packet = enc.Next()
+		b.one[0] = o
+		b.share(b.one[:], dgs, func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
+	}
+}
+
+// carried records, in the observer's baseline.Sender, which frames each
+// datagram just encoded for it carried, so that its confirmations of
+// datagrams tell which baselines it holds.
+func (b *Broadcaster) carried(o *observer, enc *codec.V2Encoder, dgs [][]byte) {
+	for i := range dgs {
+		if enc.Parity(i) {
+			continue
+		}
+		for _, isl := range enc.Islands(i) {
+			if oi := o.v2[isl]; oi != nil {
+				oi.parts = 0
+			}
+		}
+	}
+	for i := range dgs {
+		if enc.Parity(i) {
+			continue
+		}
+		for _, isl := range enc.Islands(i) {
+			if oi := o.v2[isl]; oi != nil {
+				oi.parts++
+			}
+		}
+	}
+	first := enc.Next() - uint32(len(dgs))
+	for i := range dgs {
+		o.snd.Packet(first + uint32(i))
+		if enc.Parity(i) {
+			continue
+		}
+		for _, isl := range enc.Islands(i) {
+			oi := o.v2[isl]
+			q := b.frameOf(isl)
+			if oi == nil || q == nil {
 				continue
 			}
-			oi.snd.Sent(q.table)
+			o.snd.Carried(oi.track, q.table, oi.parts)
 		}
-		b.one[0] = o
-		b.share(b.one[:], enc.Datagrams(), func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
 	}
+}
+
+// frameOf returns the quantized frame of island id in the broadcast being
+// encoded, or nil.
+func (b *Broadcaster) frameOf(id uint32) *quantized {
+	i, ok := slices.BinarySearchFunc(b.quant, id, func(q quantized, id uint32) int { return cmp.Compare(q.f.Key.Island, id) })
+	if !ok {
+		return nil
+	}
+	return &b.quant[i]
 }
 
 // deltaOK reports whether f may be coded against base: the same stream,
@@ -213,38 +296,19 @@ func (b *Broadcaster) v2Encoder(maxDatagram int) *codec.V2Encoder {
 	return e
 }
 
-// held records an observer's v2 baseline acknowledgements: confirmations of
-// window advances, acknowledged frames, and — past advanceAt acknowledged
-// tables — a new window advance keeping the newest, queued to it.
-func (b *Broadcaster) held(o *observer, m codec.Held) {
-	adv := b.adv[:0]
-	for _, e := range m.Entries {
-		oi := o.v2[e.Island]
-		if oi == nil {
-			continue
-		}
-		if g, ok := oi.snd.Advancing(); ok && e.Window == g {
-			oi.snd.Confirmed(g)
-		}
-		oi.snd.AckHeld(e.Window, e.Newest, e.Prior)
-		if n, newest := oi.snd.Acked(); n >= advanceAt {
-			if ctl, ok := oi.snd.Advance(newest); ok {
-				adv = append(adv, codec.WindowEntry{Island: e.Island, Gen: ctl.Gen, Keep: newest})
-			}
-		}
-	}
-	b.adv = adv
-	if len(adv) > 0 {
-		queue(b, o, codec.Windows{Entries: adv})
-	}
+// received applies an observer's confirmation of datagrams.
+func (b *Broadcaster) received(o *observer, m codec.Received) {
+	o.snd.Received(m.Newest, m.Prior)
 }
 
-// keyframes marks islands whose next frame to the observer must be whole.
+// keyframes marks islands whose next frame to the observer must be whole,
+// and makes the observer's Sender take none of their frames sent so far
+// as held.
 func (b *Broadcaster) keyframes(o *observer, m codec.Keyframes) {
 	for _, id := range m.Islands {
 		if oi := o.v2[id]; oi != nil {
 			oi.wantKey = true
-			oi.snd.KeyframeRequested()
+			oi.track.Refused(b.seq + 1)
 		}
 	}
 }

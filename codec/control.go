@@ -10,7 +10,7 @@ import (
 
 // ControlVersion is the control protocol version a Welcome carries. It
 // changes whenever a control record's layout or meaning changes.
-const ControlVersion = 2
+const ControlVersion = 3
 
 // ControlHeaderSize is the envelope before every control message body: a
 // u32 length (bytes after the length field) and a u8 message type.
@@ -28,7 +28,7 @@ const (
 	DefaultMaxControlMessage = 1 << 20
 	// DefaultMaxControlIDs caps the identities in one Announce or Destroy.
 	DefaultMaxControlIDs = 1 << 16
-	// DefaultMaxControlIslands caps the islands one Subscribe or Ack names.
+	// DefaultMaxControlIslands caps the islands one Subscribe or Keyframes names.
 	DefaultMaxControlIslands = 4096
 )
 
@@ -42,7 +42,7 @@ type ControlLimits struct {
 	// MaxMembers caps a Manifest's members and a Physics message's bodies.
 	// Zero means DefaultMaxMembers.
 	MaxMembers int
-	// MaxIslands caps islands per Subscribe or Ack. Zero means DefaultMaxControlIslands.
+	// MaxIslands caps islands per Subscribe or Keyframes. Zero means DefaultMaxControlIslands.
 	MaxIslands int
 	// MaxJoints caps a Physics message's joints. Zero means DefaultMaxControlJoints.
 	MaxJoints int
@@ -87,12 +87,10 @@ const (
 	TypeManifest  MessageType = 0x05
 	TypeForget    MessageType = 0x06
 	TypeCut       MessageType = 0x07
-	TypeWindows   MessageType = 0x08
 	TypeSubscribe MessageType = 0x10
-	TypeAck       MessageType = 0x11
-	TypeHeld      MessageType = 0x12
 	TypeKeyframes MessageType = 0x13
 	TypeHello     MessageType = 0x14
+	TypeReceived  MessageType = 0x15
 )
 
 func (t MessageType) String() string {
@@ -111,18 +109,14 @@ func (t MessageType) String() string {
 		return "forget"
 	case TypeCut:
 		return "cut"
-	case TypeWindows:
-		return "windows"
 	case TypePhysics:
 		return "physics"
-	case TypeHeld:
-		return "held"
+	case TypeReceived:
+		return "received"
 	case TypeKeyframes:
 		return "keyframes"
 	case TypeSubscribe:
 		return "subscribe"
-	case TypeAck:
-		return "ack"
 	case TypeHello:
 		return "hello"
 	}
@@ -167,12 +161,8 @@ func TypeOf(m Message) MessageType {
 		return TypePhysics
 	case Subscribe:
 		return TypeSubscribe
-	case Ack:
-		return TypeAck
-	case Windows:
-		return TypeWindows
-	case Held:
-		return TypeHeld
+	case Received:
+		return TypeReceived
 	case Keyframes:
 		return TypeKeyframes
 	case Hello:
@@ -227,32 +217,18 @@ type Cut struct {
 	Time    island.Time
 }
 
-// WindowEntry advances one island's baseline window (wire v2): from now on
-// the authority codes that island's frames in window Gen, against Keep —
-// a frame the observer holds — or later frames it acknowledges.
-type WindowEntry struct {
-	Island uint32
-	Gen    uint32
-	Keep   uint32 // frame sequence of the anchor kept
+// Received confirms datagrams (wire 3): datagram Newest, and datagram
+// Newest−1−i for every set bit i of Prior, arrived and were processed —
+// every frame they carried is held as a baseline, unless its island is in
+// a Keyframes sent before. Its size is the same whatever the world's.
+type Received struct {
+	Newest uint32 // datagram number (serial arithmetic)
+	Prior  uint64
 }
-
-// Windows carries window advances, ascending by island.
-type Windows struct{ Entries []WindowEntry }
-
-// HeldEntry says which frames of one island an observer holds as baselines
-// in window Window: Newest, and Newest−1−i for every set bit i of Prior.
-type HeldEntry struct {
-	Island uint32
-	Window uint32
-	Newest uint32 // frame sequence
-	Prior  uint32
-}
-
-// Held lists, per island, the baselines the observer holds (wire v2), ascending by island.
-type Held struct{ Entries []HeldEntry }
 
 // Keyframes asks for keyframes of the islands listed (ascending): the
-// observer lacks a baseline a delta named, or a frame failed its digest.
+// observer lacks a baseline a delta named, or a frame of the island failed;
+// it takes no frame of them sent before this request arrives as held.
 type Keyframes struct{ Islands []uint32 }
 
 // Hello is the first message of an observer that presents a connect token
@@ -274,16 +250,6 @@ type Subscribe struct {
 	Islands []uint32
 }
 
-// AckEntry acknowledges committed frames of one island stream: Newest, and
-// each frame Newest.Seq−1−i of the same stream for every set bit i of Prior.
-type AckEntry struct {
-	Newest island.Key
-	Prior  uint32
-}
-
-// Ack lists, per island, which committed frames the observer holds.
-type Ack struct{ Entries []AckEntry }
-
 func (Welcome) Type() MessageType   { return TypeWelcome }
 func (Announce) Type() MessageType  { return TypeAnnounce }
 func (Destroy) Type() MessageType   { return TypeDestroy }
@@ -292,9 +258,7 @@ func (Manifest) Type() MessageType  { return TypeManifest }
 func (Forget) Type() MessageType    { return TypeForget }
 func (Cut) Type() MessageType       { return TypeCut }
 func (Subscribe) Type() MessageType { return TypeSubscribe }
-func (Ack) Type() MessageType       { return TypeAck }
-func (Windows) Type() MessageType   { return TypeWindows }
-func (Held) Type() MessageType      { return TypeHeld }
+func (Received) Type() MessageType  { return TypeReceived }
 func (Keyframes) Type() MessageType { return TypeKeyframes }
 func (Hello) Type() MessageType     { return TypeHello }
 
@@ -307,10 +271,7 @@ const (
 	forgetBody    = 4
 	cutBody       = 16
 	subscribeHead = 1 + 4
-	ackHead       = 4
-	ackEntrySize  = 24
-	windowEntry   = 12
-	heldEntry     = 16
+	receivedBody  = 4 + 8
 )
 
 func (Welcome) Size() int     { return ControlHeaderSize + welcomeBody }
@@ -321,9 +282,7 @@ func (m Manifest) Size() int  { return ControlHeaderSize + manifestHead + idSize
 func (Forget) Size() int      { return ControlHeaderSize + forgetBody }
 func (Cut) Size() int         { return ControlHeaderSize + cutBody }
 func (m Subscribe) Size() int { return ControlHeaderSize + subscribeHead + 4*len(m.Islands) }
-func (m Ack) Size() int       { return ControlHeaderSize + ackHead + ackEntrySize*len(m.Entries) }
-func (m Windows) Size() int   { return ControlHeaderSize + 4 + windowEntry*len(m.Entries) }
-func (m Held) Size() int      { return ControlHeaderSize + 4 + heldEntry*len(m.Entries) }
+func (Received) Size() int    { return ControlHeaderSize + receivedBody }
 func (m Keyframes) Size() int { return ControlHeaderSize + 4 + 4*len(m.Islands) }
 func (m Hello) Size() int     { return ControlHeaderSize + 2 + len(m.Token) }
 
@@ -410,21 +369,6 @@ func (m Subscribe) Append(b []byte) []byte {
 	return b
 }
 
-func (m Ack) Append(b []byte) []byte {
-	b = appendEnvelope(b, m.Type(), m.Size())
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Entries)))
-	for _, e := range m.Entries {
-		k := e.Newest
-		b = binary.LittleEndian.AppendUint32(b, k.Island)
-		b = binary.LittleEndian.AppendUint32(b, k.Epoch)
-		b = binary.LittleEndian.AppendUint32(b, k.Topology)
-		b = binary.LittleEndian.AppendUint32(b, k.Config)
-		b = binary.LittleEndian.AppendUint32(b, k.Seq)
-		b = binary.LittleEndian.AppendUint32(b, e.Prior)
-	}
-	return b
-}
-
 func appendU32s(b []byte, vs ...uint32) []byte {
 	for _, v := range vs {
 		b = binary.LittleEndian.AppendUint32(b, v)
@@ -432,20 +376,8 @@ func appendU32s(b []byte, vs ...uint32) []byte {
 	return b
 }
 
-func (m Windows) Append(b []byte) []byte {
-	b = appendU32s(appendEnvelope(b, m.Type(), m.Size()), uint32(len(m.Entries)))
-	for _, e := range m.Entries {
-		b = appendU32s(b, e.Island, e.Gen, e.Keep)
-	}
-	return b
-}
-
-func (m Held) Append(b []byte) []byte {
-	b = appendU32s(appendEnvelope(b, m.Type(), m.Size()), uint32(len(m.Entries)))
-	for _, e := range m.Entries {
-		b = appendU32s(b, e.Island, e.Window, e.Newest, e.Prior)
-	}
-	return b
+func (m Received) Append(b []byte) []byte {
+	return binary.LittleEndian.AppendUint64(appendU32s(appendEnvelope(b, m.Type(), m.Size()), m.Newest), m.Prior)
 }
 
 func (m Keyframes) Append(b []byte) []byte {
@@ -532,12 +464,8 @@ func (p *ctlParser) message(t MessageType, lim *ControlLimits) (Message, error) 
 		return p.subscribe(lim.MaxIslands)
 	case TypeHello:
 		return p.hello()
-	case TypeAck:
-		return p.ack(lim.MaxIslands, nil)
-	case TypeWindows:
-		return p.windows(lim.MaxIslands, nil)
-	case TypeHeld:
-		return p.held(lim.MaxIslands, nil)
+	case TypeReceived:
+		return p.received()
 	case TypeKeyframes:
 		return p.keyframes(lim.MaxIslands, nil)
 	case TypePhysics:
@@ -555,8 +483,8 @@ func (p *ctlParser) end() error {
 }
 
 // ControlDecoder reads control messages as ParseControl does, but decodes
-// the ones that flow all the time — Windows from the authority; Held,
-// Keyframes and Ack from every observer, several times a second — into
+// the ones that flow all the time — Received and Keyframes from every
+// observer, several times a second — into
 // storage it keeps and reuses, so that once that storage has grown, reading
 // them allocates nothing. Their slices are therefore valid only until the
 // next Decode. Every other message is decoded into fresh storage the caller
@@ -568,10 +496,8 @@ func (p *ctlParser) end() error {
 type ControlDecoder struct {
 	lim       ControlLimits
 	t         MessageType
-	windows   Windows
-	held      Held
+	received  Received
 	keyframes Keyframes
-	ack       Ack
 	other     Message // any other type
 }
 
@@ -592,25 +518,12 @@ func (d *ControlDecoder) Decode(b []byte) (MessageType, int, error) {
 	}
 	t := MessageType(b[4])
 	switch t {
-	case TypeWindows:
-		var m Windows
-		if m, err = p.windows(d.lim.MaxIslands, d.windows.Entries); err == nil {
-			d.windows = m
-		}
-	case TypeHeld:
-		var m Held
-		if m, err = p.held(d.lim.MaxIslands, d.held.Entries); err == nil {
-			d.held = m
-		}
+	case TypeReceived:
+		d.received, err = p.received()
 	case TypeKeyframes:
 		var m Keyframes
 		if m, err = p.keyframes(d.lim.MaxIslands, d.keyframes.Islands); err == nil {
 			d.keyframes = m
-		}
-	case TypeAck:
-		var m Ack
-		if m, err = p.ack(d.lim.MaxIslands, d.ack.Entries); err == nil {
-			d.ack = m
 		}
 	default:
 		d.other, err = p.message(t, &d.lim)
@@ -627,21 +540,17 @@ func (d *ControlDecoder) Decode(b []byte) (MessageType, int, error) {
 }
 
 // Message returns the message the last Decode read, or nil when that
-// Decode failed. The slices of a Windows, Held, Keyframes or Ack are the
-// decoder's, valid until the next Decode. Message is small enough to be
-// inlined, so the interface box of those four stays on the caller's stack
+// Decode failed. The slice of a Keyframes is the decoder's, valid
+// until the next Decode. Message is small enough to be inlined, so the
+// interface box of those two stays on the caller's stack
 // unless the caller lets the message escape (Receiver.ControlBytes and
 // Broadcaster.FeedbackBytes do not).
 func (d *ControlDecoder) Message() Message {
 	switch d.t {
-	case TypeWindows:
-		return d.windows
-	case TypeHeld:
-		return d.held
+	case TypeReceived:
+		return d.received
 	case TypeKeyframes:
 		return d.keyframes
-	case TypeAck:
-		return d.ack
 	}
 	return d.other
 }
@@ -840,24 +749,6 @@ func (p *ctlParser) subscribe(max int) (Subscribe, error) {
 	return s, nil
 }
 
-func (p *ctlParser) ack(max int, dst []AckEntry) (Ack, error) {
-	n, err := p.count(ackEntrySize, max, "ack count")
-	if err != nil {
-		return Ack{}, err
-	}
-	a := Ack{Entries: reuse(dst, n)}
-	for i := range a.Entries {
-		e := &a.Entries[i]
-		at := p.off
-		e.Newest = island.Key{Island: p.u32(), Epoch: p.u32(), Topology: p.u32(), Config: p.u32(), Seq: p.u32()}
-		e.Prior = p.u32()
-		if i > 0 && e.Newest.Island <= a.Entries[i-1].Newest.Island {
-			return Ack{}, fail(ErrMalformed, at, "ack island order")
-		}
-	}
-	return a, nil
-}
-
 // ascending checks that island ids come in strictly ascending order.
 func ascending(prev *uint32, have *bool, isl uint32, at int, field string) error {
 	if *have && isl <= *prev {
@@ -867,42 +758,11 @@ func ascending(prev *uint32, have *bool, isl uint32, at int, field string) error
 	return nil
 }
 
-func (p *ctlParser) windows(max int, dst []WindowEntry) (Windows, error) {
-	n, err := p.count(windowEntry, max, "window count")
-	if err != nil {
-		return Windows{}, err
+func (p *ctlParser) received() (Received, error) {
+	if err := p.need(receivedBody, "received"); err != nil {
+		return Received{}, err
 	}
-	m := Windows{Entries: reuse(dst, n)}
-	var prev uint32
-	var have bool
-	for i := range m.Entries {
-		at := p.off
-		e := &m.Entries[i]
-		e.Island, e.Gen, e.Keep = p.u32(), p.u32(), p.u32()
-		if err := ascending(&prev, &have, e.Island, at, "window island order"); err != nil {
-			return Windows{}, err
-		}
-	}
-	return m, nil
-}
-
-func (p *ctlParser) held(max int, dst []HeldEntry) (Held, error) {
-	n, err := p.count(heldEntry, max, "held count")
-	if err != nil {
-		return Held{}, err
-	}
-	m := Held{Entries: reuse(dst, n)}
-	var prev uint32
-	var have bool
-	for i := range m.Entries {
-		at := p.off
-		e := &m.Entries[i]
-		e.Island, e.Window, e.Newest, e.Prior = p.u32(), p.u32(), p.u32(), p.u32()
-		if err := ascending(&prev, &have, e.Island, at, "held island order"); err != nil {
-			return Held{}, err
-		}
-	}
-	return m, nil
+	return Received{Newest: p.u32(), Prior: p.u64()}, nil
 }
 
 func (p *ctlParser) keyframes(max int, dst []uint32) (Keyframes, error) {

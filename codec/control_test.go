@@ -37,12 +37,7 @@ func controlCases() []struct {
 		{"cut", Cut{Island: 7, Segment: 2, Time: 2_000_000}},
 		{"subscribe-all", Subscribe{All: true}},
 		{"subscribe-list", Subscribe{Islands: []uint32{1, 7, 40}}},
-		{"ack", Ack{Entries: []AckEntry{
-			{Newest: island.Key{Island: 1, Epoch: 1, Topology: 1, Config: 1, Seq: 120}, Prior: 0xFFFFFFFF},
-			{Newest: island.Key{Island: 7, Epoch: 2, Topology: 3, Config: 2, Seq: 5}, Prior: 0b1011},
-		}}},
-		{"windows", Windows{Entries: []WindowEntry{{Island: 1, Gen: 4, Keep: 120}, {Island: 7, Gen: 1, Keep: 99}}}},
-		{"held", Held{Entries: []HeldEntry{{Island: 1, Window: 4, Newest: 126, Prior: 0b101}, {Island: 7, Window: 1, Newest: 101, Prior: 1}}}},
+		{"received", Received{Newest: 1042, Prior: 0x8000_0000_0000_0005}},
 		{"keyframes", Keyframes{Islands: []uint32{7, 40}}},
 		{"hello", Hello{Token: []byte{1, 0xfe, 0xff, 0x00, 0x07}}},
 		{"physics", goldenPhysics()},
@@ -162,7 +157,8 @@ func TestControlRejects(t *testing.T) {
 		{"huge length", []byte{0xff, 0xff, 0xff, 0xff, 1}, ErrLimit},
 		{"unknown type", env(0x7f, 0), ErrUnknownType},
 		{"welcome version 1 (before Physics)", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
-		{"welcome version 3", env(TypeWelcome, cat([]byte{3}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 2 (before Received)", env(TypeWelcome, cat([]byte{2}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 4", env(TypeWelcome, cat([]byte{4}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome zero period", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(0), []byte{0xb0, 4})...), ErrMalformed},
 		{"welcome small cap", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0x10, 0})...), ErrMalformed},
 		{"welcome trailing", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0xb0, 4, 0})...), ErrMalformed},
@@ -181,8 +177,10 @@ func TestControlRejects(t *testing.T) {
 		{"hello trailing", env(TypeHello, 1, 0, 1, 2), ErrMalformed},
 		{"subscribe all with list", env(TypeSubscribe, cat([]byte{0}, u32(1), u32(4))...), ErrMalformed},
 		{"subscribe unordered", env(TypeSubscribe, cat([]byte{1}, u32(2), u32(4), u32(4))...), ErrMalformed},
-		{"ack over cap", env(TypeAck, u32(3)...), ErrLimit},
-		{"ack unordered", env(TypeAck, cat(u32(2), make([]byte, 48))...), ErrMalformed},
+		{"keyframes over cap", env(TypeKeyframes, u32(3)...), ErrLimit},
+		{"keyframes unordered", env(TypeKeyframes, cat(u32(2), u32(9), u32(9))...), ErrMalformed},
+		{"received short", env(TypeReceived, make([]byte, 11)...), ErrTruncated},
+		{"received long", env(TypeReceived, make([]byte, 13)...), ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -191,7 +189,7 @@ func TestControlRejects(t *testing.T) {
 				t.Fatalf("m=%v n=%d err=%v, want %v", m, n, err, c.want)
 			}
 			d := NewControlDecoder(lim)
-			if _, _, err := d.Decode(Windows{Entries: []WindowEntry{{Island: 1}}}.Append(nil)); err != nil {
+			if _, _, err := d.Decode(Keyframes{Islands: []uint32{1}}.Append(nil)); err != nil {
 				t.Fatal(err)
 			}
 			typ, n, err := d.Decode(c.b)
@@ -252,9 +250,9 @@ func TestControlDecoder(t *testing.T) {
 			b = b[n:]
 		}
 	}
-	long := Held{Entries: []HeldEntry{{Island: 1, Newest: 9}, {Island: 2, Newest: 8}, {Island: 3, Newest: 7}}}
-	short := Held{Entries: []HeldEntry{{Island: 5, Newest: 1}}}
-	for _, m := range []Held{long, short} {
+	long := Keyframes{Islands: []uint32{1, 2, 3}}
+	short := Keyframes{Islands: []uint32{5}}
+	for _, m := range []Keyframes{long, short} {
 		if _, _, err := d.Decode(m.Append(nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +271,7 @@ func TestControlDecoderAllocs(t *testing.T) {
 	var stream []byte
 	for _, c := range controlCases() {
 		switch c.msg.Type() {
-		case TypeWindows, TypeHeld, TypeKeyframes, TypeAck:
+		case TypeReceived, TypeKeyframes:
 			stream = c.msg.Append(stream)
 		}
 	}

@@ -1,13 +1,16 @@
-// Package codec is the islandsync wire format, version 1: an explicit,
-// little-endian, field-by-field encoding of island frames, cut into fragments
-// that fit one datagram and packed several to a datagram when they are small.
+// Package codec is the islandsync wire format: version 3, the default —
+// quantized frames as keyframes or deltas against baselines the observer
+// holds (below) — and version 1, an explicit, little-endian, field-by-field
+// lossless encoding of float frames, cut into fragments that fit one
+// datagram and packed several to a datagram when they are small; and the
+// control messages of the reliable stream beside them.
 //
 // The byte layout is specified in docs/wire-format.md; testdata/golden holds
 // datagrams that every platform must encode and decode byte for byte.
 //
 // # Usage
 //
-// Sending side, once per broadcast tick:
+// Version 1, sending side, once per broadcast tick:
 //
 //	enc, _ := codec.NewEncoder(codec.Config{}) // 1200-byte datagrams
 //	enc.Reset()
@@ -26,11 +29,12 @@
 // Every record type has an Append method or function, a size constant and a
 // Parse function returning (value, consumed, error).
 //
-// # Wire version 2
+// # Wire version 3
 //
-// Version 2 carries the same island frames quantized (package quant), each
-// as a key record, a delta against a baseline frame the observer
-// acknowledged holding (package baseline), or — for islands whose every
+// Version 3 carries the same island frames quantized (package quant), in
+// datagrams numbered per observer (the observer confirms datagrams, not
+// islands: Received), each as a key record, a delta against a baseline
+// frame the observer holds (package baseline), or — for islands whose every
 // member moved exactly as the baseline's motion predicts — part of a run
 // record that costs a few bytes for any number of islands. V2Encoder builds
 // one observer's datagrams for one broadcast (Begin, AddKey, AddDelta,
@@ -43,21 +47,23 @@
 // to even sizes so that parity shards stay short. AppendStandalone gives a
 // received fragment's shard, ParityDecoder rebuilds missing ones and
 // ParseStandalone reads them back as records (V2Decoder.ParseStandalone
-// does so in the decoder's storage, without allocating). Both
-// versions stay decodable; DatagramVersion tells them apart. The receive
+// does so in the decoder's storage, without allocating). Versions 1 and 3
+// are decodable, DatagramVersion tells them apart; version 2, whose records
+// named per-island baseline windows, is retired (ErrVersion). The Go
+// identifiers of the quantized format still carry a V2 prefix. The receive
 // path that does all of this is package receiver.
 //
 // # Control messages
 //
 // The reliable control stream (server → observer: Welcome, Announce,
-// Destroy, Lease, Manifest, Forget, Cut, Windows; observer → server:
-// Subscribe, Ack, Held, Keyframes) uses
+// Destroy, Lease, Manifest, Physics, Forget, Cut; observer → server:
+// Hello, Subscribe, Received, Keyframes) uses
 // the same style: each message type implements Message (Type, Size,
 // Append), and ParseControl reads one message under ControlLimits. A stream
 // reader calls ControlLength on the first bytes to learn how many to wait
 // for; the cap is checked before anything is buffered. A ControlDecoder
 // reads the same messages, decoding the ones that flow all the time
-// (Windows, Held, Keyframes, Ack) into storage it reuses: reading them
+// (Received, Keyframes) into storage it reuses: reading them
 // allocates nothing once it has grown, and their slices last until the next
 // Decode. TypeOf gives a message's type without calling through the
 // interface, so that a function handed a message need not make it escape.

@@ -51,14 +51,14 @@ func ExampleDecoder() {
 	// Output: i3/e0/t0/c0#9 0 1 5.g2
 }
 
-// A ControlDecoder reads a control stream message by message. A Held (like
-// Windows, Keyframes and Ack) lands in storage the decoder reuses, valid
-// until the next Decode; a Lease, like every other message, is the
-// caller's to keep.
+// A ControlDecoder reads a control stream message by message. A Keyframes
+// lands in storage the decoder reuses, valid until the next Decode; a Lease
+// or a Received, like every other message, is the caller's to keep.
 func ExampleControlDecoder() {
 	var stream []byte
 	stream = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(stream)
-	stream = codec.Held{Entries: []codec.HeldEntry{{Island: 7, Window: 1, Newest: 120, Prior: 0b11}}}.Append(stream)
+	stream = codec.Received{Newest: 120, Prior: 0b11}.Append(stream)
+	stream = codec.Keyframes{Islands: []uint32{7, 9}}.Append(stream)
 	dec := codec.NewControlDecoder(codec.ControlLimits{})
 	for len(stream) > 0 {
 		typ, n, err := dec.Decode(stream)
@@ -68,14 +68,15 @@ func ExampleControlDecoder() {
 		switch m := dec.Message().(type) {
 		case codec.Lease:
 			fmt.Println(typ, "island", m.Island, "epoch", m.Epoch, "owner", m.Owner)
-		case codec.Held:
-			for _, e := range m.Entries {
-				fmt.Println(typ, "island", e.Island, "window", e.Window, "newest", e.Newest, "prior", e.Prior)
-			}
+		case codec.Received:
+			fmt.Println(typ, "newest", m.Newest, "prior", m.Prior)
+		case codec.Keyframes:
+			fmt.Println(typ, "islands", m.Islands)
 		}
 		stream = stream[n:]
 	}
 	// Output:
 	// lease island 7 epoch 2 owner s3
-	// held island 7 window 1 newest 120 prior 3
+	// received newest 120 prior 3
+	// keyframes islands [7 9]
 }

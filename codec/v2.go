@@ -13,14 +13,19 @@ import (
 	"github.com/islandsync/islandsync/quant"
 )
 
-// Wire format version 2: quantized island frames, keyframes or deltas
-// against a baseline the observer acknowledged. See docs/wire-format.md.
+// Wire format version 3: quantized island frames, keyframes or deltas
+// against a baseline the observer holds, in datagrams numbered per
+// observer so that the observer confirms datagrams, not islands. See
+// docs/wire-format.md. (Version 2, whose records named per-island baseline
+// windows, is retired: its datagrams are refused as ErrVersion.)
 const (
-	// VersionV2 is the version byte of a v2 datagram.
-	VersionV2 = 2
-	// V2HeaderSize is magic (4), version (1), broadcast sequence (4),
-	// authority time (8) and check (4).
-	V2HeaderSize = 21
+	// VersionV3 is the version byte of a quantized datagram.
+	VersionV3 = 3
+	// V2HeaderSize is magic (4), version (1), packet number (4), broadcast
+	// sequence (4), authority time (8) and check (4).
+	V2HeaderSize = 25
+	// checkAt is the offset of the check field.
+	checkAt = 21
 )
 
 // RecordKind is the kind of a v2 island record.
@@ -36,7 +41,7 @@ const (
 	// KindRun: consecutive islands whose every member moved exactly as the
 	// baseline's motion predicts (a body at rest stays put): no member data.
 	KindRun RecordKind = 2
-	// KindGapDelta: a delta whose window and lag also cover every island
+	// KindGapDelta: a delta whose lag also covers every island
 	// between the previous record's last island and this one, each of them
 	// predicted as in a run: a run and the delta after it, in one record.
 	KindGapDelta RecordKind = 3
@@ -49,8 +54,8 @@ const (
 	headInitial  = 0x10
 	headRelease  = 0x20
 	headFragment = 0x40
-	// headSameRef: a delta or run with the window and lag of the previous
-	// delta or run record in the datagram; both fields are left out.
+	// headSameRef: a delta or run with the lag of the previous delta or
+	// run record in the datagram; the field is left out.
 	headSameRef = 0x80
 )
 
@@ -74,11 +79,9 @@ type V2Frame struct {
 
 // V2Ref is what a delta or run record refers to: the observer's baseline
 // frame of the same island stream (Base.ID is its sequence, Base.Frame its
-// sender, key, time, segment and class, which the delta inherits), in
-// window generation Window.
+// sender, key, time, segment and class, which the delta inherits).
 type V2Ref struct {
-	Window uint32
-	Base   *baseline.Table
+	Base *baseline.Table
 }
 
 // shifts returns the bits between a precision's position and velocity
@@ -220,8 +223,8 @@ func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 type V2Bytes struct {
 	Datagrams int64 // datagrams produced
 	Total     int64 // every byte
-	Headers   int64 // datagram headers (17 bytes each)
-	Records   int64 // record heads, islands, keys, windows, lags, counts, fragment fields
+	Headers   int64 // datagram headers (25 bytes each)
+	Records   int64 // record heads, islands, keys, lags, counts, fragment fields
 	Digests   int64 // frame digests
 	Indices   int64 // changed-member bitmaps, field masks and member identities
 	Position  int64 // x and y values or residuals
@@ -245,13 +248,14 @@ func (b *V2Bytes) Add(o V2Bytes) {
 }
 
 // V2Encoder builds v2 datagrams for one observer: one broadcast's frames,
-// each as a keyframe, a delta against the observer's acknowledged baseline,
+// each as a keyframe, a delta against a baseline the observer holds,
 // or part of a run of unchanged islands; several islands share a datagram,
 // and a frame too large for one is cut at member boundaries into fragments.
 // Output lives in buffers the encoder owns and reuses. Not safe for
 // concurrent use.
 type V2Encoder struct {
 	cfg     Config
+	packet  uint32 // the next datagram's number
 	seq     uint32
 	time    island.Time
 	buf     []byte
@@ -259,11 +263,11 @@ type V2Encoder struct {
 	views   [][]byte
 	cur     int
 	lastIsl uint32
-	// ref is the window and lag of the last delta or run record in the open
-	// datagram, which the next one may share (headSameRef).
+	// ref is the lag of the last delta or run record in the open datagram,
+	// which the next one may share (headSameRef).
 	ref struct {
-		ok          bool
-		window, lag uint32
+		ok  bool
+		lag uint32
 	}
 	scratch []byte
 	rec     []byte
@@ -284,14 +288,17 @@ type V2Encoder struct {
 	// holds each closed datagram's end in isl
 	isl     []uint32
 	islEnds []int
+	parityD []bool // per closed datagram: it carries a parity record
+	// inParity: the open datagram carries a parity record
+	inParity bool
 }
 
 // openRun is the run record being gathered: consecutive islands that moved
-// exactly as predicted against the same window, lag and class.
+// exactly as predicted against the same lag and class.
 type openRun struct {
 	open         bool
 	first, count uint32
-	window, lag  uint32
+	lag          uint32
 	class        quant.Class
 	last         uint32
 }
@@ -311,15 +318,24 @@ func NewV2Encoder(cfg Config) (*V2Encoder, error) {
 	return &V2Encoder{cfg: c, cur: -1}, nil
 }
 
-// Begin discards previous output and starts the datagrams of one broadcast:
-// every frame added until the next Begin has sequence seq and authority
-// time t.
-func (e *V2Encoder) Begin(seq uint32, t island.Time) {
-	e.seq, e.time = seq, t
+// Begin discards previous output and starts the datagrams of one broadcast
+// to one observer: every frame added until the next Begin has sequence seq
+// and authority time t, and the datagrams are numbered packet, packet+1, …
+// (serial arithmetic; Next tells where they ended).
+func (e *V2Encoder) Begin(packet, seq uint32, t island.Time) {
+	e.packet, e.seq, e.time = packet, seq, t
 	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
-	e.isl, e.islEnds = e.isl[:0], e.islEnds[:0]
+	e.isl, e.islEnds, e.parityD = e.isl[:0], e.islEnds[:0], e.parityD[:0]
 	e.run.open = false
 }
+
+// Next returns the number the next datagram would have: Begin's packet plus
+// the datagrams produced since.
+func (e *V2Encoder) Next() uint32 { return e.packet }
+
+// Parity reports whether datagram i of the last Datagrams call carries a
+// parity record (and so no data of a frame).
+func (e *V2Encoder) Parity(i int) bool { return e.parityD[i] }
 
 func (e *V2Encoder) open() {
 	if e.cur >= 0 {
@@ -330,7 +346,9 @@ func (e *V2Encoder) open() {
 	e.bytes.Headers += V2HeaderSize
 	e.bytes.Total += V2HeaderSize
 	e.buf = append(e.buf, Magic...)
-	e.buf = append(e.buf, VersionV2)
+	e.buf = append(e.buf, VersionV3)
+	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.packet)
+	e.packet++
 	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.seq)
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(e.time))
 	e.buf = append(e.buf, 0, 0, 0, 0) // the check, written at close
@@ -341,20 +359,22 @@ func (e *V2Encoder) open() {
 func (e *V2Encoder) close() {
 	if e.cur >= 0 {
 		dg := e.buf[e.cur:]
-		binary.LittleEndian.PutUint32(dg[17:], v2Check(dg))
+		binary.LittleEndian.PutUint32(dg[checkAt:], v2Check(dg))
 		e.ends = append(e.ends, len(e.buf))
 		e.islEnds = append(e.islEnds, len(e.isl))
+		e.parityD = append(e.parityD, e.inParity)
+		e.inParity = false
 		e.cur = -1
 	}
 }
 
 // v2Check is the datagram check: the low 32 bits of xxhash64 over the
-// datagram's first 17 bytes and everything after the check field. It
+// datagram's first 21 bytes and everything after the check field. It
 // catches corruption anywhere — runs included, which carry no digest.
 func v2Check(dg []byte) uint32 {
 	var d xxhash.Digest
 	d.Reset()
-	_, _ = d.Write(dg[:17])
+	_, _ = d.Write(dg[:checkAt])
 	_, _ = d.Write(dg[V2HeaderSize:])
 	return uint32(d.Sum64())
 }
@@ -368,21 +388,20 @@ func (e *V2Encoder) room() int {
 
 // place appends one record whose bytes after the island field are body, for
 // island isl, opening a datagram when the current one lacks room. A delta
-// or run record's body starts with its window and lag (refLen bytes of it);
-// they are left out when the previous such record in the datagram has the
-// same ones.
-func (e *V2Encoder) place(head byte, isl uint32, body []byte, window, lag uint32, refLen int) {
+// or run record's body starts with its lag (refLen bytes of it); it is left
+// out when the previous such record in the datagram has the same one.
+func (e *V2Encoder) place(head byte, isl uint32, body []byte, lag uint32, refLen int) {
 	size := 1 + uvarintLen(uint64(isl-e.lastIsl)) + len(body)
 	if e.cur >= 0 && (isl <= e.lastIsl || size > e.room()) {
 		e.close()
 	}
 	e.open()
 	if refLen > 0 {
-		if e.ref.ok && e.ref.window == window && e.ref.lag == lag {
+		if e.ref.ok && e.ref.lag == lag {
 			head |= headSameRef
 			body = body[refLen:]
 		}
-		e.ref.ok, e.ref.window, e.ref.lag = true, window, lag
+		e.ref.ok, e.ref.lag = true, lag
 	}
 	lo := isl // the islands the record covers: a gap delta's gap too
 	if RecordKind(head&headKind) == KindGapDelta {
@@ -429,9 +448,9 @@ func (e *V2Encoder) Datagrams() [][]byte {
 }
 
 // appendKeyFields appends what a key record has before its member count:
-// sender, epoch, topology, config, segment and window.
-func appendKeyFields(dst []byte, sender island.SenderID, key island.Key, segment, window uint32) []byte {
-	for _, v := range [...]uint32{uint32(sender), key.Epoch, key.Topology, key.Config, segment, window} {
+// sender, epoch, topology, config and segment.
+func appendKeyFields(dst []byte, sender island.SenderID, key island.Key, segment uint32) []byte {
+	for _, v := range [...]uint32{uint32(sender), key.Epoch, key.Topology, key.Config, segment} {
 		dst = appendU(dst, uint64(v))
 	}
 	return dst
@@ -458,7 +477,7 @@ func head(kind RecordKind, class quant.Class, flags island.Flags) byte {
 }
 
 // AddKey adds f as a keyframe.
-func (e *V2Encoder) AddKey(f *V2Frame, window uint32) error {
+func (e *V2Encoder) AddKey(f *V2Frame) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
@@ -480,9 +499,9 @@ func (e *V2Encoder) AddKey(f *V2Frame, window uint32) error {
 		}
 		e.members = append(e.members, len(e.scratch))
 	}
-	pre := appendKeyFields(e.rec[:0], f.Sender, f.Key, f.Segment, window)
+	pre := appendKeyFields(e.rec[:0], f.Sender, f.Key, f.Segment)
 	e.rec = pre
-	return e.emit(head(KindKey, f.Class, f.Flags), f, 0, 0, 0)
+	return e.emit(head(KindKey, f.Class, f.Flags), f, 0, 0)
 }
 
 // AddDelta adds f coded against ref (same stream, same members, same segment
@@ -538,21 +557,20 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 		e.members = append(e.members, len(e.scratch))
 	}
 	if unchanged && f.Flags == 0 {
-		e.addRun(f.Key.Island, ref.Window, lag, f.Class)
+		e.addRun(f.Key.Island, lag, f.Class)
 		return nil
 	}
 	kind := KindDelta
-	if r := &e.run; r.open && r.window == ref.Window && r.lag == lag && r.class == f.Class &&
+	if r := &e.run; r.open && r.lag == lag && r.class == f.Class &&
 		r.last+1 == f.Key.Island && e.cur >= 0 && r.first == e.lastIsl+1 {
 		kind, r.open = KindGapDelta, false // the run rides on this record
 	} else {
 		e.flushRun()
 	}
 	pre := e.rec[:0]
-	pre = appendU(pre, uint64(ref.Window))
 	pre = appendU(pre, uint64(lag))
 	e.rec = pre
-	return e.emit(head(kind, f.Class, f.Flags), f, ref.Window, lag, len(pre))
+	return e.emit(head(kind, f.Class, f.Flags), f, lag, len(pre))
 }
 
 func (e *V2Encoder) check(f *V2Frame) error {
@@ -573,15 +591,15 @@ func (e *V2Encoder) check(f *V2Frame) error {
 }
 
 // addRun extends the open run with island isl, or starts a new one.
-func (e *V2Encoder) addRun(isl, window, lag uint32, class quant.Class) {
+func (e *V2Encoder) addRun(isl, lag uint32, class quant.Class) {
 	r := &e.run
-	if r.open && r.window == window && r.lag == lag && r.class == class && isl == r.last+1 {
+	if r.open && r.lag == lag && r.class == class && isl == r.last+1 {
 		r.count++
 		r.last = isl
 		return
 	}
 	e.flushRun()
-	*r = openRun{open: true, first: isl, count: 1, window: window, lag: lag, class: class, last: isl}
+	*r = openRun{open: true, first: isl, count: 1, lag: lag, class: class, last: isl}
 }
 
 func (e *V2Encoder) flushRun() {
@@ -591,11 +609,10 @@ func (e *V2Encoder) flushRun() {
 	}
 	r.open = false
 	body := e.rec[:0]
-	body = appendU(body, uint64(r.window))
 	body = appendU(body, uint64(r.lag))
 	body = appendU(body, uint64(r.count))
 	e.rec = body
-	e.place(head(KindRun, r.class, 0), r.first, body, r.window, r.lag, uvarintLen(uint64(r.window))+uvarintLen(uint64(r.lag)))
+	e.place(head(KindRun, r.class, 0), r.first, body, r.lag, uvarintLen(uint64(r.lag)))
 	if r.last != r.first {
 		e.noteIslands(r.first+1, r.last)
 	}
@@ -606,7 +623,7 @@ func (e *V2Encoder) flushRun() {
 // member encodings are in e.scratch (ends in e.members): whole, with a
 // 32-bit digest, when it fits a datagram; else cut into fragments at member
 // boundaries, each with the whole frame's 64-bit digest.
-func (e *V2Encoder) emit(h byte, f *V2Frame, window, lag uint32, refLen int) error {
+func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 	d := f.Digest
 	if !f.Digested {
 		d = e.digest(f)
@@ -629,7 +646,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, window, lag uint32, refLen int) err
 		body = binary.LittleEndian.AppendUint32(body, uint32(d))
 		body = e.appendMembers(body, h, 0, n)
 		e.rec = body
-		e.place(h, f.Key.Island, body, window, lag, refLen)
+		e.place(h, f.Key.Island, body, lag, refLen)
 		e.account(4, bitmapLen(h, n))
 		e.moveFields()
 		return nil
@@ -671,14 +688,14 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, window, lag uint32, refLen int) err
 		if withParity {
 			e.keepShard(i, h|headFragment, f.Key.Island, body)
 		}
-		e.place(h|headFragment, f.Key.Island, body, window, lag, refLen)
+		e.place(h|headFragment, f.Key.Island, body, lag, refLen)
 		e.account(8, bitmapLen(h, spans[i].n))
 		e.close() // fragments of a big frame each fill their own datagram
 	}
 	e.spans = spans
 	e.moveFields()
 	if withParity {
-		return e.emitParity(head(KindRun, f.Class, 0)|headFragment, f.Key.Island, window, count)
+		return e.emitParity(head(KindRun, f.Class, 0)|headFragment, f.Key.Island, count)
 	}
 	return nil
 }

@@ -159,7 +159,7 @@ func TestV2RoundTrip(t *testing.T) {
 		bases := map[uint32]*baseline.Table{}
 		for seq := uint32(1); seq <= 40; seq++ {
 			tm := island.Time(seq) * 50_000
-			w.enc.Begin(seq, tm)
+			w.enc.Begin(0, seq, tm)
 			sent := map[uint32]V2Frame{}
 			for _, id := range ids {
 				class := quant.Class(id % 3)
@@ -188,7 +188,7 @@ func TestV2RoundTrip(t *testing.T) {
 				}
 				base, ok := bases[id]
 				if !ok || rnd.IntN(10) == 0 {
-					if err := w.enc.AddKey(&f, 0); err != nil {
+					if err := w.enc.AddKey(&f); err != nil {
 						t.Fatal(err)
 					}
 				} else if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
@@ -361,7 +361,7 @@ func TestV2SmallIslandsAreCheap(t *testing.T) {
 		frames = append(frames, f)
 		bases[id] = frameTable(&f, 50_000)
 	}
-	w.enc.Begin(2, 100_000)
+	w.enc.Begin(0, 2, 100_000)
 	for i := range frames {
 		f := frames[i]
 		f.Key.Seq = 2
@@ -394,8 +394,8 @@ func TestV2SmallIslandsAreCheap(t *testing.T) {
 func TestV2Rejects(t *testing.T) {
 	w := newV2World(t, Config{})
 	f := v2Frame(7, 3, 5, quant.Rigid, 1)
-	w.enc.Begin(5, 250_000)
-	if err := w.enc.AddKey(&f, 0); err != nil {
+	w.enc.Begin(0, 5, 250_000)
+	if err := w.enc.AddKey(&f); err != nil {
 		t.Fatal(err)
 	}
 	good := bytes.Clone(w.enc.Datagrams()[0])
@@ -408,7 +408,8 @@ func TestV2Rejects(t *testing.T) {
 	cases := map[string][]byte{
 		"truncated header": good[:10],
 		"bad magic":        mut(func(b []byte) []byte { b[0] = 'X'; return b }),
-		"version 3":        mut(func(b []byte) []byte { b[4] = 3; return b }),
+		"version 2":        mut(func(b []byte) []byte { b[4] = 2; return b }),
+		"version 4":        mut(func(b []byte) []byte { b[4] = 4; return b }),
 		"no record":        good[:V2HeaderSize],
 		"shared ref first": mut(func(b []byte) []byte { b[V2HeaderSize] |= headSameRef; return b }),
 		"class 3":          mut(func(b []byte) []byte { b[V2HeaderSize] |= headClass; return b }),
@@ -457,8 +458,8 @@ func v2GoldenCases(t testing.TB) []v2Case {
 	key := v2Frame(7, 3, 100, quant.Rigid, 1)
 	key.Flags = island.FlagInitial
 	add("v2-key", func() {
-		w.enc.Begin(100, 1_500_000)
-		if err := w.enc.AddKey(&key, 0); err != nil {
+		w.enc.Begin(40, 100, 1_500_000)
+		if err := w.enc.AddKey(&key); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -468,13 +469,13 @@ func v2GoldenCases(t testing.TB) []v2Case {
 		f.Members[0].Q = predict(f.Members[0].Q, 100_000, quant.Rigid.Precision())
 		f.Members[1].Q.X += 20
 		f.Members[2].Q.VY -= 25
-		w.enc.Begin(102, 1_600_000)
-		if err := w.enc.AddDelta(&f, &V2Ref{Window: 1, Base: base}); err != nil {
+		w.enc.Begin(42, 102, 1_600_000)
+		if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	add("v2-small", func() {
-		w.enc.Begin(9, 450_000)
+		w.enc.Begin(5, 9, 450_000)
 		for id := uint32(1); id <= 20; id++ {
 			f := v2Frame(id, 1, 9, quant.Loose, 0)
 			f.Members[0].Q.VX, f.Members[0].Q.VY, f.Members[0].Q.AngVel = 0, 0, 0
@@ -483,15 +484,15 @@ func v2GoldenCases(t testing.TB) []v2Case {
 			if id%7 == 0 {
 				f.Members[0].Q.Y -= 3
 			}
-			if err := w.enc.AddDelta(&f, &V2Ref{Window: 0, Base: b}); err != nil {
+			if err := w.enc.AddDelta(&f, &V2Ref{Base: b}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	})
 	add("v2-chain", func() {
 		f := v2Frame(40, 160, 3, quant.Chain, 2)
-		w.enc.Begin(3, 150_000)
-		if err := w.enc.AddKey(&f, 0); err != nil {
+		w.enc.Begin(1, 3, 150_000)
+		if err := w.enc.AddKey(&f); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -501,8 +502,8 @@ func v2GoldenCases(t testing.TB) []v2Case {
 			t.Fatal(err)
 		}
 		defer func() { _ = w.enc.SetParity(0) }()
-		w.enc.Begin(4, 200_000)
-		if err := w.enc.AddKey(&f, 0); err != nil {
+		w.enc.Begin(4, 4, 200_000)
+		if err := w.enc.AddKey(&f); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -513,8 +514,8 @@ func v2GoldenCases(t testing.TB) []v2Case {
 				{ID: island.MemberID{}, Record: baseline.Record{Q: quant.State{X: 1<<53 - 1, Y: -(1<<53 - 1), Angle: -1, VX: 1, VY: 0, AngVel: math.MinInt32}}},
 				{ID: island.MemberID{Stable: math.MaxUint64, Generation: math.MaxUint32}},
 			}}
-		w.enc.Begin(math.MaxUint32, -1)
-		if err := w.enc.AddKey(&f, math.MaxUint32); err != nil {
+		w.enc.Begin(math.MaxUint32, math.MaxUint32, -1)
+		if err := w.enc.AddKey(&f); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -539,7 +540,7 @@ func TestV2Golden(t *testing.T) {
 // fixCheck rewrites a v2 datagram's check to match its bytes.
 func fixCheck(b []byte) []byte {
 	if len(b) >= V2HeaderSize {
-		binary.LittleEndian.PutUint32(b[17:], v2Check(b))
+		binary.LittleEndian.PutUint32(b[checkAt:], v2Check(b))
 	}
 	return b
 }
@@ -617,7 +618,7 @@ func BenchmarkV2Decode(b *testing.B) {
 	key := v2Frame(40, 160, 1, quant.Chain, 1)
 	base := frameTable(&key, 50_000)
 	f := v2Frame(40, 160, 2, quant.Chain, 1.3)
-	w.enc.Begin(2, 100_000)
+	w.enc.Begin(0, 2, 100_000)
 	if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
 		b.Fatal(err)
 	}
@@ -643,7 +644,7 @@ func TestV2DecodeAllocs(t *testing.T) {
 	key := v2Frame(40, 160, 1, quant.Chain, 1)
 	base := frameTable(&key, 50_000)
 	f := v2Frame(40, 160, 2, quant.Chain, 1.3)
-	w.enc.Begin(2, 100_000)
+	w.enc.Begin(0, 2, 100_000)
 	if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
 		t.Fatal(err)
 	}
@@ -669,8 +670,8 @@ func TestV2Parity(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := v2Frame(40, 160, 7, quant.Chain, 2)
-	w.enc.Begin(7, 350_000)
-	if err := w.enc.AddKey(&f, 3); err != nil {
+	w.enc.Begin(0, 7, 350_000)
+	if err := w.enc.AddKey(&f); err != nil {
 		t.Fatal(err)
 	}
 	dgs := cloneAll(w.enc.Datagrams())
@@ -839,15 +840,15 @@ func TestV2ParityMatchesDoc(t *testing.T) {
 }
 
 // TestV2Residuals: the residual walker's fast paths keep every rule. In the
-// v2-delta golden, member 1's residuals start at offset 32 (one byte, 0x71)
-// and its fourth is two bytes at 35 (b8 04).
+// v2-delta golden, member 1's residuals start at offset 35 (one byte, 0x71)
+// and its fourth is two bytes at 38 (b8 04).
 func TestV2Residuals(t *testing.T) {
 	good, err := os.ReadFile(filepath.Join(goldenDir, "v2", "v2-delta.00.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if good[31] != 0x3f || good[32] != 0x71 || good[35] != 0xb8 || good[36] != 0x04 {
-		t.Fatalf("golden layout changed: % x", good[31:40])
+	if good[34] != 0x3f || good[35] != 0x71 || good[38] != 0xb8 || good[39] != 0x04 {
+		t.Fatalf("golden layout changed: % x", good[34:43])
 	}
 	splice := func(at, n int, with ...byte) []byte {
 		b := append(bytes.Clone(good[:at]), with...)
@@ -860,10 +861,10 @@ func TestV2Residuals(t *testing.T) {
 		ok   bool
 	}{
 		{"as sent", good, true},
-		{"one byte zero", splice(32, 1, 0x00), false},
-		{"two bytes, second zero (not minimal)", splice(35, 2, 0xb8, 0x00), false},
-		{"three bytes, minimal", splice(35, 2, 0xb8, 0x84, 0x01), true},
-		{"three bytes, not minimal", splice(35, 2, 0xb8, 0x84, 0x00), false},
+		{"one byte zero", splice(35, 1, 0x00), false},
+		{"two bytes, second zero (not minimal)", splice(38, 2, 0xb8, 0x00), false},
+		{"three bytes, minimal", splice(38, 2, 0xb8, 0x84, 0x01), true},
+		{"three bytes, not minimal", splice(38, 2, 0xb8, 0x84, 0x00), false},
 		{"two bytes cut at the end", fixCheck(append(bytes.Clone(good[:len(good)-1]), 0x81)), false},
 	} {
 		_, _, err := dec.Decode(c.b)
@@ -887,8 +888,8 @@ func BenchmarkV2Parity(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				w.enc.Begin(4, 200_000)
-				if err := w.enc.AddKey(&f, 0); err != nil {
+				w.enc.Begin(4, 4, 200_000)
+				if err := w.enc.AddKey(&f); err != nil {
 					b.Fatal(err)
 				}
 				_ = w.enc.Datagrams()
@@ -899,8 +900,8 @@ func BenchmarkV2Parity(b *testing.B) {
 	b.Run("rebuild", func(b *testing.B) {
 		w := newV2World(b, Config{})
 		_ = w.enc.SetParity(2)
-		w.enc.Begin(4, 200_000)
-		if err := w.enc.AddKey(&f, 0); err != nil {
+		w.enc.Begin(4, 4, 200_000)
+		if err := w.enc.AddKey(&f); err != nil {
 			b.Fatal(err)
 		}
 		data, par := splitParity(b, w.dec, cloneAll(w.enc.Datagrams()))
@@ -945,8 +946,8 @@ func TestV2ParitySizes(t *testing.T) {
 		isl := []uint32{1, 200, 70_000, math.MaxUint32}[rng.IntN(4)]
 		n := 20 + rng.IntN(600)
 		f := v2Frame(isl, n, 5, quant.Class(rng.IntN(3)), rng.Float64()*100)
-		w.enc.Begin(5, 250_000)
-		if err := w.enc.AddKey(&f, uint32(rng.IntN(1000))); err != nil {
+		w.enc.Begin(0, 5, 250_000)
+		if err := w.enc.AddKey(&f); err != nil {
 			continue // too many fragments for the cap: refused, not cut wrong
 		}
 		var data []int
@@ -994,8 +995,8 @@ func TestV2EncodeAllocs(t *testing.T) {
 		w := newV2World(t, Config{})
 		_ = w.enc.SetParity(c.parity)
 		step := func() {
-			w.enc.Begin(4, 200_000)
-			if err := w.enc.AddKey(&f, 0); err != nil {
+			w.enc.Begin(4, 4, 200_000)
+			if err := w.enc.AddKey(&f); err != nil {
 				t.Fatal(err)
 			}
 			if len(w.enc.Datagrams()) < 2 {
@@ -1130,7 +1131,7 @@ func TestV2DecoderParseStandalone(t *testing.T) {
 		g.Members[i].Q.X += int64(i%5) * 3
 		g.Members[i].Q.Angle -= int64(i % 3)
 	}
-	w.enc.Begin(2, 100_000)
+	w.enc.Begin(0, 2, 100_000)
 	if err := w.enc.AddDelta(&g, &V2Ref{Base: base}); err != nil {
 		t.Fatal(err)
 	}

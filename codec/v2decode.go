@@ -23,7 +23,6 @@ type V2Record struct {
 	// Key records: the frame's sender and stream.
 	Sender                           island.SenderID
 	Epoch, Topology, Config, Segment uint32
-	Window                           uint32 // window generation the record was coded in
 	Lag                              uint32 // delta, run: sequence − baseline sequence (≥ 1)
 	Count                            uint32 // run: islands covered (≥ 1); gap delta: the islands before Island it covers
 	Total                            int    // key, delta: members in the whole frame
@@ -54,10 +53,14 @@ func NewV2Decoder(cfg Config) (*V2Decoder, error) {
 	return &V2Decoder{cfg: c}, nil
 }
 
-// V2Header is a v2 datagram's broadcast sequence and authority time.
+// V2Header is a quantized datagram's number, broadcast sequence and
+// authority time.
 type V2Header struct {
-	Seq  uint32
-	Time island.Time
+	// Packet numbers the datagram among those sent to this observer
+	// (serial arithmetic): what the observer confirms it received.
+	Packet uint32
+	Seq    uint32
+	Time   island.Time
 }
 
 // DatagramVersion returns the version byte of a datagram that starts with
@@ -86,17 +89,18 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 	if _, err := DatagramVersion(b); err != nil {
 		return h, nil, err
 	}
-	if b[4] != VersionV2 {
+	if b[4] != VersionV3 {
 		return h, nil, fail(ErrVersion, 4, "version")
 	}
 	if len(b) < V2HeaderSize {
 		return h, nil, fail(ErrTruncated, len(b), "datagram header")
 	}
-	if binary.LittleEndian.Uint32(b[17:]) != v2Check(b) {
-		return h, nil, fail(ErrMalformed, 17, "datagram check")
+	if binary.LittleEndian.Uint32(b[checkAt:]) != v2Check(b) {
+		return h, nil, fail(ErrMalformed, checkAt, "datagram check")
 	}
-	h.Seq = binary.LittleEndian.Uint32(b[5:])
-	h.Time = island.Time(binary.LittleEndian.Uint64(b[9:]))
+	h.Packet = binary.LittleEndian.Uint32(b[5:])
+	h.Seq = binary.LittleEndian.Uint32(b[9:])
+	h.Time = island.Time(binary.LittleEndian.Uint64(b[13:]))
 	d.recs = d.recs[:0]
 	d.res = d.res[:0]
 	p := v2Parser{b: b, off: V2HeaderSize, res: &d.res}
@@ -124,8 +128,8 @@ type v2Parser struct {
 	off int
 	res *[]int64 // where deltas' residuals go
 	ref struct {
-		ok          bool
-		window, lag uint32
+		ok  bool
+		lag uint32
 	}
 }
 
@@ -289,24 +293,19 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 	}
 	switch {
 	case hb&headSameRef != 0:
-		r.Window, r.Lag = p.ref.window, p.ref.lag
-	default:
-		if r.Window, err = p.u32("window"); err != nil {
+		r.Lag = p.ref.lag
+	case r.Kind != KindKey:
+		lag, err := p.bounded("lag", 1, 1<<31, false)
+		if err != nil {
 			return err
 		}
-		if r.Kind != KindKey {
-			lag, err := p.bounded("lag", 1, 1<<31, false)
-			if err != nil {
-				return err
-			}
-			r.Lag = uint32(lag)
-			if p.ref.ok && p.ref.window == r.Window && p.ref.lag == r.Lag {
-				return fail(ErrMalformed, at, "record head: a shared reference written out")
-			}
+		r.Lag = uint32(lag)
+		if p.ref.ok && p.ref.lag == r.Lag {
+			return fail(ErrMalformed, at, "record head: a shared reference written out")
 		}
 	}
 	if r.Kind != KindKey {
-		p.ref.ok, p.ref.window, p.ref.lag = true, r.Window, r.Lag
+		p.ref.ok, p.ref.lag = true, r.Lag
 	}
 	if r.Kind == KindRun {
 		n, err := p.bounded("run count", 1, 1<<32-1, false)
@@ -362,14 +361,11 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 	return nil
 }
 
-// parity reads the rest of a parity record: window, data fragments, parity
+// parity reads the rest of a parity record: data fragments, parity
 // records, this one's index, the shard length and the shard.
 func (p *v2Parser) parity(r *V2Record) error {
 	r.Kind = KindParity
 	var err error
-	if r.Window, err = p.u32("window"); err != nil {
-		return err
-	}
 	if r.Fragments, err = p.bounded("data fragments", 2, MaxParityFragments, true); err != nil {
 		return err
 	}

@@ -20,8 +20,8 @@ const (
 	// receiver hold for reconstruction.
 	MaxParityFragments = 32
 	// parityOverhead is what a parity record needs beside its shard: head,
-	// island, window, fragments, parity, index and shard length.
-	parityOverhead = 1 + 5 + 5 + 1 + 1 + 1 + 3
+	// island, fragments, parity, index and shard length.
+	parityOverhead = 1 + 5 + 1 + 1 + 1 + 3
 )
 
 // KindParity is the logical kind of a parity record: on the wire, a run
@@ -52,7 +52,7 @@ func (e *V2Encoder) keepShard(i int, head byte, isl uint32, body []byte) {
 
 // emitParity pads the frame's k data shards to one length, computes the
 // parity shards and writes each as a record in its own datagram.
-func (e *V2Encoder) emitParity(head byte, isl, window uint32, k int) error {
+func (e *V2Encoder) emitParity(head byte, isl uint32, k int) error {
 	m := e.parity
 	for len(e.shards) < k+m {
 		e.shards = append(e.shards, nil)
@@ -73,14 +73,14 @@ func (e *V2Encoder) emitParity(head byte, isl, window uint32, k int) error {
 	}
 	for j := range m {
 		body := e.rec[:0]
-		body = appendU(body, uint64(window))
 		body = appendU(body, uint64(k))
 		body = appendU(body, uint64(m))
 		body = appendU(body, uint64(j))
 		body = appendU(body, uint64(e.shardLen))
 		body = append(body, e.shards[k+j]...)
 		e.rec = body
-		e.place(head, isl, body, 0, 0, 0)
+		e.place(head, isl, body, 0, 0)
+		e.inParity = true
 		e.bytes.Records -= int64(len(body)) // parity is its own kind of byte
 		e.bytes.Parity += int64(len(body))
 		e.close()
@@ -113,9 +113,9 @@ func rsCodec(cache *map[rsKey]reedsolomon.Encoder, k, m int) (reedsolomon.Encode
 func AppendStandalone(dst []byte, r *V2Record) []byte {
 	dst = appendU(append(dst, head(r.Kind, r.Class, r.Flags)|headFragment), uint64(r.Island))
 	if r.Kind == KindKey {
-		dst = appendKeyFields(dst, r.Sender, island.Key{Epoch: r.Epoch, Topology: r.Topology, Config: r.Config}, r.Segment, r.Window)
+		dst = appendKeyFields(dst, r.Sender, island.Key{Epoch: r.Epoch, Topology: r.Topology, Config: r.Config}, r.Segment)
 	} else {
-		dst = appendU(appendU(dst, uint64(r.Window)), uint64(r.Lag))
+		dst = appendU(dst, uint64(r.Lag))
 	}
 	dst = appendPart(appendU(dst, uint64(r.Total)), r.Fragments, r.Index, r.First, r.N, r.Digest)
 	return append(dst, r.members...)

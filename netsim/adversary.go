@@ -36,7 +36,7 @@ type Adversary struct {
 	stats   AdversaryStats
 	forged  island.Frame
 
-	// wire v2
+	// wire 3
 	dec2    *codec.V2Decoder
 	enc2    *codec.V2Encoder
 	keys    map[uint32]codec.V2Frame // newest key record seen per island, for forgeries
@@ -66,7 +66,7 @@ func (a *Adversary) Stats() AdversaryStats { return a.stats }
 // Observe looks at one legitimate datagram and returns hostile datagrams to
 // inject now (possibly none).
 func (a *Adversary) Observe(dg []byte) [][]byte {
-	if v, err := codec.DatagramVersion(dg); err == nil && v == codec.VersionV2 {
+	if v, err := codec.DatagramVersion(dg); err == nil && v == codec.VersionV3 {
 		return a.observeV2(dg)
 	}
 	frags, err := a.dec.Decode(dg)
@@ -224,8 +224,8 @@ func (a *Adversary) observeV2(dg []byte) [][]byte {
 		for i := range f.Members {
 			f.Members[i].Q.X += 2560 // 5 m at 2^-9 m
 		}
-		a.enc2.Begin(h.Seq, h.Time)
-		if err := a.enc2.AddKey(&f, 0); err != nil {
+		a.enc2.Begin(h.Packet, h.Seq, h.Time)
+		if err := a.enc2.AddKey(&f); err != nil {
 			return nil
 		}
 		a.stats.Spoofed++

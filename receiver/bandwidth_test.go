@@ -27,7 +27,7 @@ type lagLoop struct {
 }
 
 func newLagLoop(b testing.TB, scene string, hz, lag int) *lagLoop {
-	return newLagLoopWire(b, scene, hz, lag, 2)
+	return newLagLoopWire(b, scene, hz, lag, 3)
 }
 
 // newLagLoopWire is newLagLoop on the given wire format.

@@ -249,7 +249,7 @@ func replayRender(b *testing.B, rec *recording, render bool) {
 // Keyframes), message by message with codec.ParseControl and
 // Broadcaster.Feedback, and as stream bytes with Broadcaster.FeedbackBytes.
 func BenchmarkFeedback(b *testing.B) {
-	l := newLoop(b, "boxes", 2)
+	l := newLoop(b, "boxes", 3)
 	for range 200 {
 		l.step(nil)
 	}

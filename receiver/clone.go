@@ -8,8 +8,8 @@ import (
 
 // Clone returns an independent copy of the receiver — identities, leases,
 // manifests, frames in reassembly, parity kept for rebuilding, decode
-// baselines and windows, frame histories, the playout clock, pending
-// acknowledgements and keyframe requests, and every counter — so that the
+// baselines, frame histories, the playout clock, pending
+// datagram confirmations and keyframe requests, and every counter — so that the
 // copy, pushed the same input as the original, goes on exactly as it would.
 // One exception: a local simulation's continuation in progress is not
 // copied (cp spaces cannot be); the copy's simulations are rebuilt from
@@ -30,15 +30,10 @@ func (r *Receiver) Clone() *Receiver {
 	c.clock = r.clock.Clone()
 	c.known = append([]uint32(nil), r.known...)
 	c.views = nil
-	c.acks = make(map[uint32]*ackState, len(r.acks))
-	for id, a := range r.acks {
-		b := *a
-		c.acks[id] = &b
-	}
 	c.v2 = make(map[uint32]*v2Island, len(r.v2))
 	for id, s := range r.v2 {
 		t := *s
-		t.win = s.win.Clone()
+		t.kept = s.kept.Clone()
 		if s.stage != nil {
 			st := *s.stage
 			st.ents = append([]baseline.Entry(nil), s.stage.ents...)
@@ -65,7 +60,6 @@ func (r *Receiver) Clone() *Receiver {
 	c.pdec = codec.ParityDecoder{}
 	c.keyReq = append([]uint32(nil), r.keyReq...)
 	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil
-	c.held, c.ack = codec.Held{}, codec.Ack{}
 	return &c
 }
 

@@ -15,7 +15,7 @@ import (
 // storage shared with it would show). Local simulation is off: a clone rebuilds its
 // simulations, which cp may step to other contacts.
 func TestCloneGoesOnAlike(t *testing.T) {
-	rec := recordWarm(t, "ragdolls,chain", 20, 40, 2)
+	rec := recordWarm(t, "ragdolls,chain", 20, 40, 3)
 	cfg := Config{StraightExtrapolation: true}
 	a, _ := New(cfg)
 	ref, _ := New(cfg)

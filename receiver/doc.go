@@ -15,7 +15,7 @@
 //	for _, v := range rx.Render(now) {
 //		for _, p := range v.Poses { engine.SetPose(p.ID, p.State) } // one frame pair per island
 //	}
-//	// now and then, back to the authority: rx.Ack(ack).Append(out)
+//	// every 50–100 ms, back to the authority: out = rx.Feedback(out[:0])
 //
 // # What it takes care of
 //
@@ -26,26 +26,27 @@
 //     island's ownership epoch: a hand-off of one island does not restart
 //     the others' playout. Every Welcome resets every stage through one
 //     path — identities, leases, manifests, histories, frames in reassembly
-//     with their streams' sequence state, parity, decode baselines and
-//     windows, pending acknowledgements — since the catch-up that follows
+//     with their streams' sequence state, parity, decode baselines,
+//     datagram confirmations and keyframe requests — since the catch-up that follows
 //     restates what is live and a restarted authority numbers its frames
 //     from zero again; a new timeline also puts the clock back to Waiting,
 //     while a reconnect to the same timeline keeps it.
 //   - Lease changes reach the store, which reports hand-off latency.
-//   - Ack lists the newest committed frame per island and which of the 32
-//     before it were committed.
-//   - Wire 2: each island keeps its own decode baselines (a 32-slot window,
-//     apart from the display history). A delta or run naming a baseline not
-//     held, or a frame whose digest fails, is refused whole and a keyframe
-//     asked for; every committed frame becomes a baseline. A frame that came
+//   - Wire 3: each island keeps its own decode baselines, apart from the
+//     display history: its frames of the last 32 broadcasts and always its
+//     newest (package baseline; old ones of islands not sent are let go
+//     within 8 broadcasts). A delta or run naming a baseline not held, or a
+//     frame whose digest fails or that validation refuses, is refused whole
+//     and a keyframe asked for; every frame that passes validation becomes
+//     a baseline, whether or not the history still wanted it. A frame that came
 //     whole in one record is validated from its restored members without
 //     reassembly (the store refuses a repeat); fragments are reassembled as
 //     in version 1 and the completed frame is validated from its staged
 //     members. Each member is restored to floats once, for the digest and
-//     the validator alike. Feedback encodes
-//     what goes back: Held (baselines held, which also confirms window
-//     advances), Keyframes and Ack.
-//   - Wire 2 parity: once a parity record has arrived, the fragments of
+//     the validator alike. Feedback encodes what goes back: Keyframes for
+//     the islands refused, then Received, which confirms the datagrams
+//     that arrived — one 17-byte message whatever the number of islands.
+//   - Wire 3 parity: once a parity record has arrived, the fragments of
 //     frames cut into several datagrams are kept (at most 64 frames, 250 ms,
 //     4 MiB of buffers in all); when as many records as the frame has
 //     fragments are in and one is still missing, the missing fragments are
@@ -81,8 +82,8 @@
 // manifests, pending fragments and bytes, histories). Bad datagrams are
 // counted in Stats, never returned; Stats.Rejects names every reason as
 // "stage:reason". Render's views are valid until the next Render.
-// Datagram, Render, Feedback and ControlBytes (window advances; messages
-// that change what is live, such as a Manifest, allocate what they keep)
+// Datagram, Render, Feedback and ControlBytes (messages that change what
+// is live, such as a Manifest, allocate what they keep)
 // allocate nothing in steady state, except what cp allocates for bodies in
 // contact while a local simulation steps them; Control with a message from
 // codec.ParseControl costs that message's allocations. Nothing

@@ -5,27 +5,27 @@ import (
 	"math"
 	"testing"
 
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
-	"github.com/islandsync/islandsync/island"
 )
 
-// FuzzReceiveV2 drives a hostile wire-2 datagram into a warm receiver — one
+// FuzzReceiveV2 drives a hostile wire-3 datagram into a warm receiver — one
 // holding the baselines, manifests and leases of 30 snapshots of the
-// ragdolls and the chain, past its first window advance — between two
+// ragdolls and the chain, its oldest baselines already let go — between two
 // snapshots of the same run. The warm receiver is built once and cloned
 // for every input (Receiver.Clone), so an input costs its own datagram
 // and the snapshots after it, not the warm-up. A
-// datagram that starts as one of wire 2 gets its check recomputed, so that
+// datagram that starts as one of wire 3 gets its check recomputed, so that
 // mutated records reach the parser, the expansion against baselines and the
 // commit, not just the check. Nothing may panic, and every island shown
 // afterwards has exactly its manifest's members, all finite.
 func FuzzReceiveV2(f *testing.F) {
-	rec := recordWarm(f, "ragdolls,chain", 30, 4, 2)
+	rec := recordWarm(f, "ragdolls,chain", 30, 4, 3)
 	warm, _ := New(Config{})
 	rec.play(warm, 0, rec.warm, false)
-	if st := warm.Stats(); st.V2.Windows == 0 || st.V2.Stored == 0 {
-		f.Fatalf("the warm-up reaches no window advance: %+v", st.V2)
+	if st := warm.Stats(); st.V2.Stored <= baseline.Window {
+		f.Fatalf("the warm-up keeps too few baselines for the window to move: %+v", st.V2)
 	}
 	for i := rec.warm; i < len(rec.now); i++ {
 		for _, d := range rec.dgs[i] {
@@ -35,7 +35,7 @@ func FuzzReceiveV2(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rx := warm.Clone() // the warm state, snapshotted: each input starts from it
 		dg := data
-		if len(dg) >= codec.V2HeaderSize && bytes.HasPrefix(dg, []byte(codec.Magic)) && dg[4] == codec.VersionV2 {
+		if len(dg) >= codec.V2HeaderSize && bytes.HasPrefix(dg, []byte(codec.Magic)) && dg[4] == codec.VersionV3 {
 			dg = resign(bytes.Clone(dg))
 		}
 		rx.Datagram(rec.now[rec.warm], dg)
@@ -78,15 +78,14 @@ func FuzzFeedback(f *testing.F) {
 		}
 		return b
 	}
-	f.Add(seed(codec.Held{Entries: []codec.HeldEntry{{Island: 1, Window: 0, Newest: 3, Prior: 0xffffffff}}}))
+	f.Add(seed(codec.Received{Newest: 3, Prior: 0xffffffff_ffffffff}))
 	f.Add(seed(codec.Keyframes{Islands: []uint32{1, 2, 3}}, codec.Subscribe{Islands: []uint32{2}}))
-	f.Add(seed(codec.Ack{Entries: []codec.AckEntry{{Newest: island.Key{Island: 1, Seq: 1 << 31}}}},
-		codec.Held{Entries: []codec.HeldEntry{{Island: 2, Window: 7, Newest: 1 << 31}}}))
+	f.Add(seed(codec.Keyframes{}, codec.Received{Newest: 1 << 31}, codec.Received{Newest: 40, Prior: 1 << 63}))
 	// The warm state — 30 steps with both observers joined — is built
 	// once, with the authority's next 12 steps (4 broadcasts) recorded; every input starts
 	// from a clone of the broadcaster and the honest receiver and replays
 	// those steps, so it costs no physics and no warm-up.
-	warm := newLoop(f, "bridge,chain,config", 2)
+	warm := newLoop(f, "bridge,chain,config", 3)
 	const evil = 2
 	if err := warm.bc.Join(evil, 0); err != nil {
 		f.Fatal(err)

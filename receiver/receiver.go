@@ -47,7 +47,7 @@ type Config struct {
 var (
 	// ErrNoWelcome: a message arrived before the authority's Welcome.
 	ErrNoWelcome = errors.New("receiver: control message before welcome")
-	// ErrDirection: an observer → server message (Subscribe, Ack) arrived.
+	// ErrDirection: an observer → server message (Subscribe, Received, …) arrived.
 	ErrDirection = errors.New("receiver: message of the wrong direction")
 	// ErrRefused: a well-formed message the receiver's state refused (a
 	// table cap, a tombstoned or older generation, a repeated member). The
@@ -103,9 +103,13 @@ type Receiver struct {
 	timelines    uint32   // local timeline counter: bumps on every new authority timeline
 	known        []uint32 // islands with a manifest, ascending
 	views        []IslandView
-	ready        bool // the last Render showed every known island valid at r
-	acks         map[uint32]*ackState
-	v2           map[uint32]*v2Island // wire v2 decode baselines, by island
+	ready        bool                 // the last Render showed every known island valid at r
+	v2           map[uint32]*v2Island // wire 3 decode baselines, by island
+	newestSeq    uint32               // newest broadcast sequence of a wire-3 datagram
+	seenSeq      bool
+	pruneAt      int               // the next island of known pruneSome visits
+	arrivals     baseline.Arrivals // wire-3 datagrams that arrived, for Received
+	arrivalsNew  bool              // some arrived since the last Feedback
 	parity       map[parityKey]*parityFrame
 	parityFree   []*parityFrame
 	parityBytes  int                      // capacity of every parity buffer, kept or free
@@ -118,17 +122,8 @@ type Receiver struct {
 	raw          []byte           // scratch: their v1 records
 	ids          []island.MemberID
 	states       []island.State // scratch: restored members as the validator takes them
-	held         codec.Held     // scratch: Feedback
-	ack          codec.Ack      // scratch: Feedback
 
 	stats Stats
-}
-
-// ackState is what the receiver acknowledges for one island: the newest
-// committed frame and which of the 32 before it (same stream) it committed.
-type ackState struct {
-	newest island.Key
-	prior  uint32
 }
 
 // New returns a receiver with cfg's caps, waiting for the authority's Welcome.
@@ -149,7 +144,7 @@ func New(cfg Config) (*Receiver, error) {
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
 	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, cdec: codec.NewControlDecoder(cfg.Control), asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
-		acks: make(map[uint32]*ackState), v2: make(map[uint32]*v2Island), parity: make(map[parityKey]*parityFrame, maxParityFrames)}
+		v2: make(map[uint32]*v2Island), parity: make(map[parityKey]*parityFrame, maxParityFrames)}
 	r.clock = store.NewClock(cfg.Clock)
 	if r.cfg.MaxSimBodies <= 0 {
 		r.cfg.MaxSimBodies = DefaultMaxSimBodies
@@ -164,8 +159,8 @@ func New(cfg Config) (*Receiver, error) {
 
 // resetControl is the one reset path of every Welcome: it forgets every
 // identity, lease, manifest, frame history, frame in reassembly with its
-// streams' sequence state, parity buffer, decode baseline and window, and
-// pending acknowledgement — the catch-up after a Welcome restates
+// streams' sequence state, parity buffer, decode baseline, datagram
+// confirmation and keyframe request — the catch-up after a Welcome restates
 // everything that is still live, and the frames that follow it (on a new
 // timeline, numbered from zero again) owe nothing to any sequence seen
 // before. The playout clock follows on a new timeline (control). Counters
@@ -177,8 +172,9 @@ func (r *Receiver) resetControl() {
 	r.asm.Reset()
 	r.known = r.known[:0]
 	r.sim.reset()
-	clear(r.acks)
 	clear(r.v2)
+	r.newestSeq, r.seenSeq = 0, false
+	r.arrivals, r.arrivalsNew = baseline.Arrivals{}, false
 	for key, pf := range r.parity {
 		r.releaseParity(key, pf)
 	}
@@ -209,9 +205,6 @@ func (r *Receiver) Control(now int64, m codec.Message) error {
 // message and returns the bytes it applied and that parse error: one
 // wrapping codec.ErrTruncated means b ends inside a message (keep the rest
 // and read more); any other means the authority broke the protocol.
-//
-// The window advances the authority sends all the time are decoded into
-// storage the receiver reuses, so that applying them allocates nothing.
 func (r *Receiver) ControlBytes(now int64, b []byte) (int, error) {
 	n := 0
 	for n < len(b) {
@@ -295,13 +288,10 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		}
 	case codec.Cut:
 		r.st.Cut(m.Island, m.Segment, m.Time)
-	case codec.Windows:
-		r.windows(m)
 	case codec.Forget:
 		r.val.Forget(m.Island)
 		r.st.Forget(m.Island)
 		r.sim.forget(m.Island)
-		delete(r.acks, m.Island)
 		delete(r.v2, m.Island)
 		if i, found := slices.BinarySearch(r.known, m.Island); found {
 			r.known = slices.Delete(r.known, i, i+1)
@@ -315,7 +305,7 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 // datagrams are unreliable and any of them may be hostile.
 func (r *Receiver) Datagram(now int64, b []byte) {
 	r.stats.Datagrams++
-	if v, err := codec.DatagramVersion(b); err == nil && v == codec.VersionV2 {
+	if v, err := codec.DatagramVersion(b); err == nil && v == codec.VersionV3 {
 		r.datagramV2(now, b)
 		return
 	}
@@ -327,50 +317,6 @@ func (r *Receiver) Datagram(now int64, b []byte) {
 	for i := range frags {
 		r.push(now, &frags[i])
 	}
-}
-
-// noteAck records a committed frame key for the next Ack.
-func (r *Receiver) noteAck(k island.Key) {
-	a := r.acks[k.Island]
-	if a == nil {
-		a = &ackState{newest: k}
-		r.acks[k.Island] = a
-		return
-	}
-	if a.newest.Stream() != k.Stream() {
-		if streamNewer(k, a.newest) {
-			*a = ackState{newest: k}
-		}
-		return
-	}
-	have := true
-	markSeq(&have, &a.newest.Seq, &a.prior, k.Seq)
-}
-
-// streamNewer reports whether k's stream replaces old's: a newer epoch,
-// topology or config of the same island.
-func streamNewer(k, old island.Key) bool {
-	switch {
-	case k.Epoch != old.Epoch:
-		return island.SeqNewer(k.Epoch, old.Epoch)
-	case k.Topology != old.Topology:
-		return island.SeqNewer(k.Topology, old.Topology)
-	default:
-		return island.SeqNewer(k.Config, old.Config)
-	}
-}
-
-// Ack returns what the receiver has committed, one entry per island in
-// ascending island order, reusing dst's storage: the message an observer
-// sends back so the authority can pick acknowledged baselines.
-func (r *Receiver) Ack(dst codec.Ack) codec.Ack {
-	dst.Entries = dst.Entries[:0]
-	for _, id := range r.known {
-		if a := r.acks[id]; a != nil {
-			dst.Entries = append(dst.Entries, codec.AckEntry{Newest: a.newest, Prior: a.prior})
-		}
-	}
-	return dst
 }
 
 // Render advances the playout clock to now and evaluates every known island

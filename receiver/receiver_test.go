@@ -171,57 +171,6 @@ func TestTimelines(t *testing.T) {
 	}
 }
 
-// TestAck: the newest committed key per island and a bitfield of the 32
-// before it; a jump of more than 32 clears it; a newer stream starts over.
-func TestAck(t *testing.T) {
-	rx := newReady(t)
-	commit := func(seq uint32) {
-		for _, d := range datagrams(t, frame(seq, island.Time(seq)*50_000)) {
-			rx.Datagram(int64(seq)*1000, d)
-		}
-	}
-	entry := func() codec.AckEntry {
-		a := rx.Ack(codec.Ack{})
-		if len(a.Entries) != 1 {
-			t.Fatalf("%d entries", len(a.Entries))
-		}
-		return a.Entries[0]
-	}
-	for _, seq := range []uint32{10, 11, 12} {
-		commit(seq)
-	}
-	if e := entry(); e.Newest.Seq != 12 || e.Prior != 0b11 {
-		t.Fatalf("10,11,12: %+v", e)
-	}
-	commit(14) // 13 lost: 12 is 2 back (bit 1), 11 bit 2, 10 bit 3
-	if e := entry(); e.Newest.Seq != 14 || e.Prior != 0b1110 {
-		t.Fatalf("then 14: prior %b", e.Prior)
-	}
-	commit(50) // 36 ahead: nothing left in the window
-	if e := entry(); e.Newest.Seq != 50 || e.Prior != 0 {
-		t.Fatalf("then 50: %+v", e)
-	}
-	// A late frame within the window fills its bit (the assembler drops
-	// late frames of a stream, so this is the bookkeeping alone).
-	rx.noteAck(island.Key{Island: 7, Epoch: 1, Topology: 1, Config: 1, Seq: 18})
-	if e := entry(); e.Prior != 1<<31 {
-		t.Fatalf("late 18: prior %032b", e.Prior)
-	}
-	rx.noteAck(island.Key{Island: 7, Epoch: 2, Topology: 1, Config: 1, Seq: 1}) // hand-off: a newer stream
-	if e := entry(); e.Newest.Epoch != 2 || e.Newest.Seq != 1 || e.Prior != 0 {
-		t.Fatalf("new stream: %+v", e)
-	}
-	rx.noteAck(island.Key{Island: 7, Epoch: 1, Topology: 1, Config: 1, Seq: 60}) // the old stream is ignored
-	if e := entry(); e.Newest.Epoch != 2 {
-		t.Fatalf("old stream replaced the new one: %+v", e)
-	}
-	b := rx.Ack(codec.Ack{}).Append(nil)
-	lim := codec.ControlLimits{}.WithDefaults()
-	if _, _, err := codec.ParseControl(b, &lim); err != nil {
-		t.Fatalf("ack does not parse: %v", err)
-	}
-}
-
 // TestSteadyStateAllocs: receiving and rendering frames allocates nothing
 // once the receiver is warm — views settled against the island's joints
 // included.
@@ -233,6 +182,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		dgs = append(dgs, datagrams(t, frame(seq, island.Time(seq)*50_000)))
 	}
 	now, i := int64(0), 0
+	var fb []byte
 	step := func() {
 		now += 50_000
 		for _, d := range dgs[i] {
@@ -240,12 +190,12 @@ func TestSteadyStateAllocs(t *testing.T) {
 		}
 		i++
 		rx.Render(now)
-		rx.Ack(codec.Ack{Entries: make([]codec.AckEntry, 0, 1)})
+		fb = rx.Feedback(fb[:0])
 	}
 	for range 50 {
 		step()
 	}
-	if a := testing.AllocsPerRun(200, step); a > 1 { // the Ack's entry slice is the caller's
+	if a := testing.AllocsPerRun(200, step); a != 0 {
 		t.Fatalf("%.1f allocs per frame", a)
 	}
 }
@@ -283,8 +233,8 @@ func TestMissingAndCut(t *testing.T) {
 
 // TestControlBytes: a run of messages applies in order as Control applies
 // them — a refused one counted, the next applied; it stops at bytes that
-// are no whole message and says how much it applied; and applying a window
-// advance from bytes allocates nothing.
+// are no whole message and says how much it applied; and applying a
+// message from bytes allocates nothing.
 func TestControlBytes(t *testing.T) {
 	rx, _ := New(Config{})
 	var b []byte
@@ -292,7 +242,7 @@ func TestControlBytes(t *testing.T) {
 		b = m.Append(b)
 	}
 	whole := len(b)
-	win := codec.Windows{Entries: []codec.WindowEntry{{Island: 7, Gen: 1, Keep: 3}}}.Append(nil)
+	win := codec.Forget{Island: 99}.Append(nil) // an island never announced: nothing to forget
 	n, err := rx.ControlBytes(0, append(b, win[:6]...))
 	if n != whole || !errors.Is(err, codec.ErrTruncated) {
 		t.Fatalf("truncated tail: applied %d of %d, %v", n, whole, err)
@@ -307,14 +257,14 @@ func TestControlBytes(t *testing.T) {
 	}
 	apply := func() {
 		if n, err := rx.ControlBytes(0, win); n != len(win) || err != nil {
-			t.Fatalf("window advance: applied %d, %v", n, err)
+			t.Fatalf("forget: applied %d, %v", n, err)
 		}
 	}
 	apply()
 	if a := testing.AllocsPerRun(100, apply); a != 0 {
-		t.Fatalf("%v allocations per window advance", a)
+		t.Fatalf("%v allocations per message", a)
 	}
-	if got := rx.Stats().Control.Applied[codec.TypeWindows]; got != 102 {
-		t.Fatalf("%d window advances applied", got)
+	if got := rx.Stats().Control.Applied[codec.TypeForget]; got != 102 {
+		t.Fatalf("%d forgets applied", got)
 	}
 }

@@ -115,8 +115,7 @@ func (s *Stats) Rejects(fn func(reason string, n uint64)) {
 		emit("store:"+c.String(), s.Store.Count(c))
 	}
 	emit("v2:no-baseline", s.V2.NoBaseline)
-	emit("v2:old-window", s.V2.OldWindow)
-	emit("v2:future-window", s.V2.Future)
+	emit("v2:refused", s.V2.Refused)
 	emit("v2:digest-mismatch", s.V2.Digest)
 	emit("v2:unknown-island", s.V2.Unknown)
 	emit("v2:parity-bad", s.V2.ParityBad)

@@ -56,7 +56,7 @@ func (l *loop) replayStep(s authStep, obs broadcast.ObserverID) {
 // the originals are driven apart — keyframes asked for every island.
 func TestBroadcasterCloneGoesOnAlike(t *testing.T) {
 	steps := func() (*loop, []authStep) {
-		l := newLoop(t, "bridge,chain,config", 2)
+		l := newLoop(t, "bridge,chain,config", 3)
 		return l, recordSteps(t, l, 120)
 	}
 	orig, rec := steps()

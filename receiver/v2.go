@@ -12,13 +12,10 @@ import (
 	"github.com/islandsync/islandsync/validator"
 )
 
-// v2Island is one island's decode baselines (wire v2) and which of them the
-// receiver holds, for its Held acknowledgements.
+// v2Island is one island's decode baselines (wire 3): the frames it
+// committed within the window of broadcasts both ends keep to.
 type v2Island struct {
-	win    *baseline.Receiver
-	have   bool   // newest and prior say something (in win's generation)
-	newest uint32 // newest frame sequence held
-	prior  uint32 // bit i: frame newest−1−i held too
+	kept baseline.Kept
 	// The frame being reassembled from fragments; nil until the island's
 	// first fragment (most islands never have one, and this struct is
 	// visited for every island on every broadcast: kept small).
@@ -37,16 +34,14 @@ type v2Stage struct {
 	parts  uint64
 }
 
-// V2Stats counts what the wire-v2 path did.
+// V2Stats counts what the wire-3 path did.
 type V2Stats struct {
 	Records       uint64 // records expanded (a run counts each island)
 	Keyframes     uint64 // key records
 	Stored        uint64 // frames kept as baselines
 	NoBaseline    uint64 // records naming a baseline not held (a keyframe is asked for)
-	OldWindow     uint64 // records of a window already left
-	Future        uint64 // records of a window whose control has not arrived (dropped)
 	Digest        uint64 // whole records whose restored frame failed the digest
-	Windows       uint64 // window advances applied
+	Refused       uint64 // frames restored whole but refused by validation, or fragments refused by reassembly (a keyframe is asked for)
 	Unknown       uint64 // records of islands without a manifest
 	Rebuilt       uint64 // data fragments rebuilt from parity
 	ParityDropped uint64 // frames with parity, some of whose data arrived, that expired or were evicted unfinished
@@ -60,7 +55,7 @@ func (r *Receiver) v2island(id uint32) *v2Island {
 	if _, known := slices.BinarySearch(r.known, id); !known {
 		return nil
 	}
-	s := &v2Island{win: baseline.NewReceiver(r.cfg.Codec.MaxMembers)}
+	s := &v2Island{}
 	r.v2[id] = s
 	return s
 }
@@ -72,15 +67,21 @@ func (r *Receiver) requestKey(id uint32) {
 	}
 }
 
-// datagramV2 expands every record of a v2 datagram to its members and
+// datagramV2 expands every record of a wire-3 datagram to its members and
 // commits them: a whole frame straight to validation and commit, a fragment
-// through reassembly first, as in version 1. A committed frame becomes a
-// baseline of its island.
+// through reassembly first, as in version 1. A validated frame becomes a
+// baseline of its island. Once every record was handled the datagram is
+// confirmed (Feedback's Received): every frame it carried is then held, or
+// its island is in the Keyframes request that goes out first.
 func (r *Receiver) datagramV2(now int64, b []byte) {
 	h, recs, err := r.dec2.Decode(b)
 	if err != nil {
 		r.stats.Decode.add(err)
 		return
+	}
+	if !r.seenSeq || island.SeqNewer(h.Seq, r.newestSeq) {
+		r.seenSeq, r.newestSeq = true, h.Seq
+		r.pruneSome()
 	}
 	for i := range recs {
 		rec := &recs[i]
@@ -99,6 +100,25 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 		case codec.KindParity:
 			r.parityRecord(now, h, rec)
 		}
+	}
+	r.arrivals.Arrived(h.Packet)
+	r.arrivalsNew = true
+}
+
+// pruneSome lets go of expired baselines of the next eighth of the known
+// islands, once per new broadcast: every island is visited within
+// baseline.Slack broadcasts, whether or not it is sent, at a cost spread
+// evenly over broadcasts.
+func (r *Receiver) pruneSome() {
+	n := (len(r.known) + baseline.Slack - 1) / baseline.Slack
+	for range n {
+		if r.pruneAt >= len(r.known) {
+			r.pruneAt = 0
+		}
+		if s := r.v2[r.known[r.pruneAt]]; s != nil {
+			s.kept.Prune(r.newestSeq)
+		}
+		r.pruneAt++
 	}
 }
 
@@ -120,18 +140,11 @@ func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) (*v2Is
 		r.stats.V2.Unknown++
 		return nil, nil
 	}
-	t, err := s.win.Lookup(rec.Window, h.Seq-rec.Lag)
-	switch {
-	case err == nil:
+	if t := s.kept.Find(h.Seq - rec.Lag); t != nil {
 		return s, t
-	case err == baseline.ErrOldWindow:
-		r.stats.V2.OldWindow++
-	case err == baseline.ErrFutureWindow:
-		r.stats.V2.Future++
-	default:
-		r.stats.V2.NoBaseline++
-		r.requestKey(id)
 	}
+	r.stats.V2.NoBaseline++
+	r.requestKey(id)
 	return nil, nil
 }
 
@@ -160,8 +173,7 @@ func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record,
 	r.ents = codec.Predict(r.ents, base, h.Time)
 	info := base.Frame
 	info.Key.Seq, info.Time = h.Seq, h.Time
-	whole := codec.V2Record{Kind: codec.KindRun, Class: info.Class, Window: rec.Window, Total: len(r.ents),
-		Fragments: 1, N: len(r.ents)}
+	whole := codec.V2Record{Kind: codec.KindRun, Class: info.Class, Total: len(r.ents), Fragments: 1, N: len(r.ents)}
 	r.v2Push(now, s, &whole, info, r.ents, true)
 }
 
@@ -216,9 +228,19 @@ func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info base
 		}
 		ok = r.commitStates(now, &hdr, r.ids, r.states)
 	}
-	if ok && s != nil {
-		r.keepBaseline(s, rec.Window, info, &r.ents)
+	r.baselineOrRefuse(ok, s, info, &r.ents)
+}
+
+// baselineOrRefuse keeps a frame that passed validation as a baseline of
+// its island, and asks for a keyframe of one that did not: either way, the
+// confirmation of its datagram tells the authority the truth.
+func (r *Receiver) baselineOrRefuse(validated bool, s *v2Island, info baseline.FrameInfo, ents *[]baseline.Entry) {
+	if validated && s != nil {
+		r.keepBaseline(s, info, ents)
+		return
 	}
+	r.stats.V2.Refused++
+	r.requestKey(info.Key.Island)
 }
 
 // v2Fragment pushes one fragment of a frame cut into several: v2Push's
@@ -249,23 +271,25 @@ func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info 
 		r.raw = codec.AppendRestored(r.raw[:0], ents, pr)
 	}
 	o, f := r.asm.Push(now, &codec.Fragment{Header: *hdr, Raw: r.raw})
-	if o != assembler.Completed {
+	switch o {
+	case assembler.Completed:
+	case assembler.Buffered, assembler.Duplicate, assembler.RejectStale: // stale: completed before, or long gone
+		return
+	default: // the frame cannot complete from this part: say so, lest its datagram be taken for it
+		r.stats.V2.Refused++
+		r.requestKey(info.Key.Island)
 		return
 	}
 	if st != nil && st.key == info.Key && st.staged == rec.Total {
-		if r.commitStates(now, hdr, st.ids, st.states) {
-			r.keepBaseline(s, rec.Window, info, &st.ents)
-		}
+		r.baselineOrRefuse(r.commitStates(now, hdr, st.ids, st.states), s, info, &st.ents)
 		return
 	}
 	// Parts of another frame came in between: validate the assembled
 	// floats, and quantize them back for the baseline (exact: they were
 	// restored from integers).
 	reason, vf := r.val.Validate(f)
-	if !r.commit(now, reason, vf) || s == nil || !r.requantize(f, pr) {
-		return
-	}
-	r.keepBaseline(s, rec.Window, info, &r.ents)
+	ok := r.commit(now, reason, vf) && s != nil && r.requantize(f, pr)
+	r.baselineOrRefuse(ok, s, info, &r.ents)
 }
 
 // commitRestored validates and commits a whole frame of restored members,
@@ -281,7 +305,9 @@ func (r *Receiver) commitRestored(now int64, h *codec.FragmentHeader, ents []bas
 }
 
 // commitStates validates and commits a whole frame of members, with the
-// frame-level fields of h, and reports whether it committed.
+// frame-level fields of h, and reports whether it passed validation (the
+// store may still have refused it for its history: a duplicate, a late
+// frame — it is a valid baseline all the same).
 func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island.MemberID, states []island.State) bool {
 	reason, vf := r.val.ValidateStates(validator.Header{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment,
 		Flags: h.Flags}, ids, states)
@@ -306,47 +332,23 @@ func (r *Receiver) requantize(f *assembler.Frame, p quant.Precision) bool {
 	return true
 }
 
-// keepBaseline stores a committed v2 frame — its quantized members, the
-// very integers the digest was checked over — as a baseline of its island.
-// When the table's recycled storage is at least as large as *ents', the two
-// trade storage instead of copying members; otherwise (a fresh table, or one
-// of a smaller island) the members are copied, so scratch storage never
-// shrinks and steady state allocates nothing.
-func (r *Receiver) keepBaseline(s *v2Island, window uint32, info baseline.FrameInfo, ents *[]baseline.Entry) {
-	t := s.win.NewTable()
+// keepBaseline keeps a validated frame — its quantized members, the very
+// integers the digest was checked over — as a baseline of its island, and
+// lets go of those the window no longer keeps. When the table's recycled
+// storage is at least as large as *ents', the two trade storage instead of
+// copying members; otherwise (a fresh table, or one of a smaller island)
+// the members are copied, so scratch storage never shrinks and steady state
+// allocates nothing.
+func (r *Receiver) keepBaseline(s *v2Island, info baseline.FrameInfo, ents *[]baseline.Entry) {
+	t := s.kept.NewTable()
 	t.ID, t.Frame = info.Key.Seq, info
 	if cap(t.Entries) >= cap(*ents) {
 		t.Entries, *ents = *ents, t.Entries[:0]
 	} else {
 		t.Entries = append(t.Entries, *ents...)
 	}
-	if !s.win.Store(window, t) {
-		s.win.Recycle(t)
-		return
-	}
-	r.stats.V2.Stored++
-	markSeq(&s.have, &s.newest, &s.prior, t.ID)
-}
-
-// markSeq records seq in a newest-plus-32-prior bitfield.
-func markSeq(have *bool, newest, prior *uint32, seq uint32) {
-	if !*have {
-		*have, *newest, *prior = true, seq, 0
-		return
-	}
-	switch d := seq - *newest; {
-	case d == 0:
-	case island.SeqNewer(seq, *newest):
-		if d >= 33 {
-			*prior = 0
-		} else {
-			*prior = *prior<<d | 1<<(d-1)
-		}
-		*newest = seq
-	default:
-		if back := *newest - seq; back <= 32 {
-			*prior |= 1 << (back - 1)
-		}
+	if s.kept.Keep(t, r.newestSeq) {
+		r.stats.V2.Stored++
 	}
 }
 
@@ -358,17 +360,16 @@ func (r *Receiver) push(now int64, frag *codec.Fragment) {
 	}
 }
 
-// commit commits a frame the validator passed and reports whether the
-// store took it.
+// commit commits a frame the validator passed and reports whether it
+// passed (whether or not the store took it for its history).
 func (r *Receiver) commit(now int64, reason validator.Reason, vf *validator.Validated) bool {
 	if reason != validator.OK {
 		return false
 	}
 	if res := r.st.Commit(now, vf); res != store.Committed {
-		return false
+		return true
 	}
 	r.stats.FramesCommitted++
-	r.noteAck(vf.Key())
 	// The playout clock follows the authority's timeline, never an island's
 	// ownership epoch: a hand-off of one island must not restart every
 	// island's playout.
@@ -376,47 +377,21 @@ func (r *Receiver) commit(now int64, reason validator.Reason, vf *validator.Vali
 	return true
 }
 
-// windows applies window advances: each island's window moves to the new
-// generation keeping the anchor; an anchor not held asks for a keyframe.
-func (r *Receiver) windows(m codec.Windows) {
-	for _, e := range m.Entries {
-		s := r.v2[e.Island]
-		if s == nil {
-			continue
-		}
-		before := s.win.Gen()
-		if _, err := s.win.Commit(baseline.Control{Gen: e.Gen, Keep: []uint32{e.Keep}}); err != nil {
-			r.requestKey(e.Island)
-			continue
-		}
-		if s.win.Gen() != before {
-			r.stats.V2.Windows++
-			s.have, s.newest, s.prior = true, e.Keep, 0
-		}
-	}
-}
-
 // Feedback appends to b the control messages the receiver has for the
-// authority now, encoded: Held (wire v2 baselines, every island that holds
-// one), Keyframes (islands that need one, once), and Ack (frames committed).
-// Send it on the control stream every 50–100 ms.
+// authority now, encoded: Keyframes (islands that need one, once), then
+// Received (the datagrams that arrived, when any arrived since the last
+// call) — in that order, so that the authority never takes a frame this
+// receiver refused for held. In steady state that is one 17-byte message,
+// whatever the number of islands. Send it on the control stream every
+// 50–100 ms.
 func (r *Receiver) Feedback(b []byte) []byte {
-	r.held.Entries = r.held.Entries[:0]
-	for _, id := range r.known {
-		if s := r.v2[id]; s != nil && s.have {
-			r.held.Entries = append(r.held.Entries, codec.HeldEntry{Island: id, Window: s.win.Gen(), Newest: s.newest, Prior: s.prior})
-		}
-	}
-	if len(r.held.Entries) > 0 {
-		b = r.held.Append(b)
-	}
 	if len(r.keyReq) > 0 {
 		b = codec.Keyframes{Islands: r.keyReq}.Append(b)
 		r.keyReq = r.keyReq[:0]
 	}
-	r.ack = r.Ack(r.ack)
-	if len(r.ack.Entries) > 0 {
-		b = r.ack.Append(b)
+	if newest, prior, ok := r.arrivals.Report(); ok && r.arrivalsNew {
+		b = codec.Received{Newest: newest, Prior: prior}.Append(b)
+		r.arrivalsNew = false
 	}
 	return b
 }

@@ -120,11 +120,12 @@ func (l *loop) deliver(b []byte, f func(codec.Message)) {
 	}
 }
 
-// TestV2Loop: on wire 2 with acknowledgements flowing, every frame commits,
-// deltas replace keyframes once baselines are acknowledged, windows advance
-// without ever stalling, and the bytes are a fraction of wire 1's.
+// TestV2Loop: on wire 3 with confirmations flowing, every frame commits,
+// deltas replace keyframes once datagrams are confirmed, the window moves
+// on without ever stalling or losing a baseline a delta names, and the
+// bytes are a fraction of wire 1's.
 func TestV2Loop(t *testing.T) {
-	v1, v2 := newLoop(t, "chain,ragdolls,bridge", 1), newLoop(t, "chain,ragdolls,bridge", 2)
+	v1, v2 := newLoop(t, "chain,ragdolls,bridge", 1), newLoop(t, "chain,ragdolls,bridge", 3)
 	for range 360 { // 6 s
 		v1.step(nil)
 		v2.step(nil)
@@ -137,7 +138,7 @@ func TestV2Loop(t *testing.T) {
 	if s2.V2.Keyframes*10 > s2.V2.Records {
 		t.Fatalf("%d keyframes in %d records: deltas are not used", s2.V2.Keyframes, s2.V2.Records)
 	}
-	if s2.V2.Windows == 0 || s2.V2.NoBaseline != 0 || s2.V2.Digest != 0 || s2.V2.OldWindow != 0 {
+	if s2.V2.NoBaseline != 0 || s2.V2.Digest != 0 || s2.V2.Refused != 0 {
 		t.Fatalf("v2 stats %+v", s2.V2)
 	}
 	t.Logf("wire 1: %d bytes, %d frames; wire 2: %d bytes, %d frames; %+v", v1.sent, s1.FramesCommitted, v2.sent, s2.FramesCommitted, s2.V2)
@@ -151,7 +152,7 @@ func TestV2Loop(t *testing.T) {
 // naming them are refused whole, counted, a keyframe is asked for, and the
 // next frames of the island commit again.
 func TestV2KeyframeOnMissingBaseline(t *testing.T) {
-	l := newLoop(t, "teleport", 2)
+	l := newLoop(t, "teleport", 3)
 	for range 60 {
 		l.step(nil)
 	}
@@ -172,7 +173,7 @@ func TestV2KeyframeOnMissingBaseline(t *testing.T) {
 // TestV2LossKeepsDecoding: datagrams lost at random never stop decoding:
 // deltas name only acknowledged baselines.
 func TestV2LossKeepsDecoding(t *testing.T) {
-	l := newLoop(t, "ragdolls,chain", 2)
+	l := newLoop(t, "ragdolls,chain", 3)
 	k := 0
 	for range 300 {
 		l.step(func(int) bool { k++; return k%7 == 0 })
@@ -204,7 +205,7 @@ func TestWelcomeRaisesDatagramCap(t *testing.T) {
 // reading that feedback (acknowledgements, window confirmations and the
 // advances they start) allocate nothing.
 func TestV2SteadyStateAllocs(t *testing.T) {
-	l := newLoop(t, "ragdolls,chain", 2)
+	l := newLoop(t, "ragdolls,chain", 3)
 	if n, _ := receiveAllocs(l, nil); n > 0 {
 		t.Fatalf("%d allocations in 100 steps of the receive path and the feedback", n)
 	}
@@ -216,7 +217,7 @@ func TestV2SteadyStateAllocs(t *testing.T) {
 // reconstruction (its working slices), a few per rebuilt frame — bounded
 // here, so that a leak per record would fail.
 func TestV2ParityAllocs(t *testing.T) {
-	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 2, Parity: 2})
+	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2})
 	dec, _ := codec.NewV2Decoder(codec.Config{})
 	drop := func(i int) bool { return i == 0 && fragmented(t, dec, l.dgs[i].Bytes) }
 	n, rebuilt := receiveAllocs(l, drop)
@@ -275,7 +276,7 @@ func receiveAllocs(l *loop, drop func(i int) bool) (mallocs, rebuilt uint64) {
 // fragments; without parity almost none does.
 func TestV2ParityRebuilds(t *testing.T) {
 	commits := func(parity int) (Stats, uint64) {
-		l := newLoopConfig(t, "chain", broadcast.Config{Wire: 2, Parity: parity})
+		l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: parity})
 		dec, _ := codec.NewV2Decoder(codec.Config{})
 		for range 240 { // 4 s
 			lost := false
@@ -305,7 +306,7 @@ func TestV2ParityRebuilds(t *testing.T) {
 // frame with a lost fragment: every such rebuild is refused and counted,
 // or fails the frame's digest, and nothing panics.
 func TestV2ParityHostile(t *testing.T) {
-	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 2, Parity: 2})
+	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2})
 	dec, _ := codec.NewV2Decoder(codec.Config{})
 	var lostFrames, bad int
 	for range 240 {
@@ -357,13 +358,13 @@ func TestV2ParityHostile(t *testing.T) {
 	}
 }
 
-// resign recomputes a v2 datagram's check: the low 32 bits of xxhash64 over
-// bytes 0–16 and 21 to the end.
+// resign recomputes a wire-3 datagram's check: the low 32 bits of xxhash64
+// over bytes 0–20 and 25 to the end.
 func resign(dg []byte) []byte {
 	h := xxhash.New()
-	_, _ = h.Write(dg[:17])
-	_, _ = h.Write(dg[21:])
-	binary.LittleEndian.PutUint32(dg[17:], uint32(h.Sum64()))
+	_, _ = h.Write(dg[:21])
+	_, _ = h.Write(dg[25:])
+	binary.LittleEndian.PutUint32(dg[21:], uint32(h.Sum64()))
 	return dg
 }
 
@@ -428,7 +429,7 @@ func TestParityEvictsOldest(t *testing.T) {
 // changed in flight, the datagram check recomputed) fails its digest,
 // commits nothing and asks for a keyframe of its island.
 func TestV2WholeRecords(t *testing.T) {
-	l := newLoop(t, "ragdolls", 2)
+	l := newLoop(t, "ragdolls", 3)
 	for range 100 {
 		l.step(nil)
 	}
@@ -508,17 +509,17 @@ func TestV2WholeRecords(t *testing.T) {
 // rest as unknown at once; walking the whole range, one forged datagram
 // held the receiver for minutes.
 func TestV2HugeRunIsCheap(t *testing.T) {
-	l := newLoop(t, "ragdolls", 2)
+	l := newLoop(t, "ragdolls", 3)
 	for range 40 {
 		l.step(nil)
 	}
-	dg := append([]byte(codec.Magic), codec.VersionV2)
+	dg := append([]byte(codec.Magic), codec.VersionV3)
+	dg = binary.LittleEndian.AppendUint32(dg, 7)         // packet
 	dg = binary.LittleEndian.AppendUint32(dg, 1_000_000) // a sequence no baseline has
 	dg = binary.LittleEndian.AppendUint64(dg, uint64(l.now))
 	dg = binary.LittleEndian.AppendUint32(dg, 0) // check, set below
 	dg = append(dg, byte(codec.KindRun))         // head: a run, rigid, no flags
 	dg = binary.AppendUvarint(dg, 0)             // first island
-	dg = binary.AppendUvarint(dg, 0)             // window
 	dg = binary.AppendUvarint(dg, 1)             // lag
 	dg = binary.AppendUvarint(dg, 1<<32-1)       // islands covered
 	before := l.rx.Stats().V2
@@ -526,7 +527,7 @@ func TestV2HugeRunIsCheap(t *testing.T) {
 	after := l.rx.Stats().V2
 	known := uint64(len(l.rx.known))
 	if known == 0 || after.Records-before.Records != 1<<32-1 || after.Unknown-before.Unknown != 1<<32-1-known ||
-		after.NoBaseline+after.OldWindow+after.Future-before.NoBaseline-before.OldWindow-before.Future != known {
+		after.NoBaseline-before.NoBaseline != known {
 		t.Fatalf("%d known islands; before %+v after %+v", known, before, after)
 	}
 }
@@ -539,7 +540,7 @@ func TestV2HugeRunIsCheap(t *testing.T) {
 // committed again, the chain's frames cut into several datagrams included,
 // and no new frame is refused as stale.
 func TestRestartAfterLongUptime(t *testing.T) {
-	l := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 2, Timeline: 1})
+	l := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 1})
 	for range 600 {
 		l.step(nil)
 	}
@@ -547,7 +548,7 @@ func TestRestartAfterLongUptime(t *testing.T) {
 	if before.Assembler.Count(assembler.Completed) == 0 {
 		t.Fatal("setup: no frame was cut into several datagrams")
 	}
-	next := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 2, Timeline: 2})
+	next := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 2})
 	l.auth, l.bc = next.auth, next.bc // the restarted authority, the same receiver
 	fragmented := before.Assembler.Count(assembler.Completed)
 	broadcasts := 0

@@ -37,7 +37,7 @@ func TestSquattersAreClosed(t *testing.T) {
 	good := committing(t, srv, ct)
 	waitFor(t, "the good watcher to commit", func() bool { return good.Load() > 0 })
 
-	half := []byte{0x00, 0x00, 0x01, 0x00, byte(codec.TypeHeld), 0, 0, 0} // announces 64 KiB, sends 4 of it
+	half := []byte{0x00, 0x30, 0x00, 0x00, byte(codec.TypeKeyframes), 0, 0, 0} // announces 12 KiB, sends 4 of it
 	subscribe := codec.Subscribe{All: true}.Append(nil)
 	cases := []struct {
 		name string

@@ -58,7 +58,7 @@
 //     its flow-control window is full) closes it with CodeBacklog too.
 //   - An observer that is sent datagrams must say something back at least
 //     once per StallTimeout (a Watcher sends feedback every AckPeriod, and an
-//     empty Ack every second when it has nothing to report); one that stays
+//     empty Keyframes every second when it has nothing to report); one that stays
 //     silent that long — a client that reads nothing — is closed with
 //     CodeBacklog.
 //   - Control first: while a control write to an observer has waited 20 ms

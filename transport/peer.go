@@ -75,7 +75,7 @@ func (p *peer) hear(now time.Time) { p.heard.Store(now.UnixNano()) }
 // silent reports whether the observer has been sent datagrams for longer
 // than the stall bound while sending nothing back for that long: a client
 // that reads nothing (a live one sends feedback several times a second,
-// and at least an empty Ack every second). It is never silent while a
+// and at least an empty Keyframes every second). It is never silent while a
 // message of its waits for Run: then the server is behind, not the
 // observer, and its reader has stopped reading to wait. Run calls it after
 // queueing.

@@ -62,7 +62,7 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// Metrics, if set, is updated as the server runs.
 	Metrics *Metrics
-	// Wire is the datagram format (see broadcast.Config.Wire). Zero means 2.
+	// Wire is the datagram format (see broadcast.Config.Wire). Zero means 3.
 	Wire int
 	// Parity is the Reed–Solomon parity records each fragmented frame
 	// carries (see broadcast.Config.Parity). Zero means

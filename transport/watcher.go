@@ -32,8 +32,9 @@ type WatchConfig struct {
 	Receiver receiver.Config
 	// RenderRate is render ticks per second. Zero means 60.
 	RenderRate int
-	// AckPeriod is how often the receiver's feedback (baselines held,
-	// keyframe requests, acknowledgements) goes back. Zero means 50 ms.
+	// AckPeriod is how often the receiver's feedback (keyframe requests,
+	// confirmations of the datagrams that arrived) goes back. Zero means
+	// 50 ms.
 	AckPeriod time.Duration
 	// IdleTimeout closes a silent connection. Zero means 10 s.
 	IdleTimeout time.Duration
@@ -107,8 +108,8 @@ func (f *feedbackWriter) run() {
 
 // Watcher is an observer over QUIC: it dials a Server, subscribes, and
 // drives a receiver.Receiver from one goroutine — control messages from the
-// stream, datagrams as they arrive, a render tick at RenderRate and an Ack
-// every AckPeriod.
+// stream, datagrams as they arrive, a render tick at RenderRate and its
+// feedback (Keyframes, Received) every AckPeriod.
 type Watcher struct {
 	cfg   WatchConfig
 	rx    *receiver.Receiver
@@ -336,19 +337,19 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 		case err := <-fb.failed:
 			return err
 		case <-ack.C:
-			// Baselines held, keyframe requests and acknowledgements. While
+			// Keyframe requests and confirmations of datagrams. While
 			// the last feedback is still being written (a busy machine, a
 			// congested path) this one is skipped, not queued: the next
 			// one reports the receiver's state then, which is all the
 			// authority needs.
-			// With nothing to report, an empty Ack goes at least once a
-			// second: the server closes an observer that is sent frames
+			// With nothing to report, an empty Keyframes goes at least once
+			// a second: the server closes an observer that is sent frames
 			// and says nothing back (a client that reads nothing).
 			select {
 			case buf := <-fb.free:
 				buf = w.rx.Feedback(buf[:0])
 				if len(buf) == 0 && time.Since(lastFeedback) >= time.Second {
-					buf = codec.Ack{}.Append(buf)
+					buf = codec.Keyframes{}.Append(buf)
 				}
 				if len(buf) == 0 {
 					fb.free <- buf

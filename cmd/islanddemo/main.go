@@ -74,8 +74,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		adversary = fs.Bool("adversary", true, "inject old-epoch, spoofed, stale-topology and conflicting packets (in-memory transport)")
 		jsonOut   = fs.Bool("json", false, "print the report as JSON")
 		plotFile  = fs.String("plot", "", "write joint error over time to this .png or .svg file")
-		wire      = fs.Int("wire", 2, "datagram format: 2 (quantized keyframes and deltas against acknowledged baselines) or 1 (float frames)")
-		parity    = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams (wire 2 only), 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
+		wire      = fs.Int("wire", 3, "datagram format: 3 (quantized keyframes and deltas against confirmed baselines) or 1 (float frames)")
+		parity    = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams (wire 3 only), 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
 		matrix    = fs.Bool("matrix", false, "run the impairment matrix (loss × duplication × jitter × 2 seeds, every scenario) and print one table; with -json, one object per cell")
 		trans     = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
 	)
@@ -105,8 +105,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("-duration %v: seconds, in (0, 3600]", *duration)}
 	case *sendHz < 1 || *sendHz > scenario.StepHz:
 		return usageError{fmt.Errorf("-hz %d: in [1, %d], the simulation step rate", *sendHz, scenario.StepHz)}
-	case *wire != 1 && *wire != 2:
-		return usageError{fmt.Errorf("-wire %d: 1 or 2", *wire)}
+	case *wire != 1 && *wire != 3:
+		return usageError{fmt.Errorf("-wire %d: 3 or 1 (2 is retired)", *wire)}
 	case *parity < 0 || *parity > codec.MaxParity:
 		return usageError{fmt.Errorf("-parity %d: in [0, %d]", *parity, codec.MaxParity)}
 	case *trans != "mem" && *trans != "quic":

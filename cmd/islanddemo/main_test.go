@@ -12,7 +12,7 @@ import (
 )
 
 func testOptions(seed uint64) options {
-	return options{Duration: 3, SendHz: 20, Seed: seed, Adversary: true, AdvRate: 0.05, Wire: 2,
+	return options{Duration: 3, SendHz: 20, Seed: seed, Adversary: true, AdvRate: 0.05, Wire: 3,
 		Net: netsim.Config{Loss: 0.05, BurstIn: 0.01, Duplicate: 0.05, Delay: 40_000, Jitter: 60_000, Corrupt: 0.01}}
 }
 
@@ -20,10 +20,10 @@ func testOptions(seed uint64) options {
 // the default impairments, on both wire formats, and checks the report: the
 // pipeline never shows a half-frame and its joint error stays near the
 // server's own, while the naive receiver tears structures apart — on wire 1
-// by applying parts of frames, on wire 2 by applying deltas to whatever it
+// by applying parts of frames, on wire 3 by applying deltas to whatever it
 // last showed.
 func TestDemoHoldsUnderLoss(t *testing.T) {
-	for _, wire := range []int{1, 2} {
+	for _, wire := range []int{1, 3} {
 		t.Run(fmt.Sprintf("wire=%d", wire), func(t *testing.T) {
 			opt := testOptions(1)
 			opt.Wire = wire
@@ -39,7 +39,7 @@ func TestDemoHoldsUnderLoss(t *testing.T) {
 					t.Errorf("%s: pipeline applied %d half-frames", s.Name, s.Pipeline.HalfFramesApplied)
 				}
 				// Interpolation, capped extrapolation, recovery smoothing and
-				// (wire 2) quantization add a little to what the solver itself
+				// (wire 3) quantization add a little to what the solver itself
 				// leaves; never a torn structure.
 				if tol := 3*s.ServerFloor.P99JointError + 0.03; s.Pipeline.P99JointError > tol {
 					t.Errorf("%s: pipeline p99 joint error %.4f m > %.4f m (floor %.4f m)", s.Name, s.Pipeline.P99JointError, tol, s.ServerFloor.P99JointError)

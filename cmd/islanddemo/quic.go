@@ -72,7 +72,7 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	world := auth.Worlds()[0]
 	pipe := newPipeline(world, w.Receiver())
 	m := newMeasure(world, pipe, nil)
-	m.wire = opt.Wire // on wire 2 the server's datagrams are not seen here: no fragment count
+	m.wire = opt.Wire // on wire 3 the server's datagrams are not seen here: no fragment count
 	src.m = m
 
 	sctx, stopServer := context.WithCancel(context.Background())

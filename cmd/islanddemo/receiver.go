@@ -65,7 +65,7 @@ func (p *pipeline) apply(views []receiver.IslandView) {
 }
 
 // naive writes each fragment's members into its bodies as soon as the
-// fragment arrives: no assembly, no validation, no playout clock. On wire 2
+// fragment arrives: no assembly, no validation, no playout clock. On wire 3
 // it applies each delta to whatever it last showed of the island, as a
 // receiver that ignores baselines would.
 type naive struct {
@@ -83,7 +83,7 @@ func newNaive(w *physics.World) *naive {
 }
 
 func (n *naive) receive(dg []byte) {
-	if v, err := codec.DatagramVersion(dg); err == nil && v == codec.VersionV2 {
+	if v, err := codec.DatagramVersion(dg); err == nil && v == codec.VersionV3 {
 		n.receiveV2(dg)
 		return
 	}

@@ -69,7 +69,7 @@ type scenarioReport struct {
 	BandwidthKBps      float64           `json:"bandwidth_kBps"`
 	MaxFragmentsFrame  int               `json:"max_fragments_per_frame"`
 	FramesCommitted    uint64            `json:"frames_committed"`
-	FragmentsRebuilt   uint64            `json:"fragments_rebuilt"` // wire 2: data fragments rebuilt from parity records
+	FragmentsRebuilt   uint64            `json:"fragments_rebuilt"` // wire 3: data fragments rebuilt from parity records
 	Rejects            map[string]uint64 `json:"rejects"`
 	Pipeline           receiverReport    `json:"pipeline"`
 	Straight           *receiverReport   `json:"straight,omitempty"` // the pipeline without local simulation; absent over QUIC

@@ -25,7 +25,7 @@ type options struct {
 	Adversary bool
 	AdvRate   float64 // hostile packets per legitimate datagram
 	QUIC      bool    // the real server and watcher over QUIC through a relay
-	Wire      int     // datagram format: 1 or 2
+	Wire      int     // datagram format: 3 or 1
 	Parity    int     // broadcast.Config.Parity: 0 the default, negative none
 }
 
@@ -83,7 +83,7 @@ func (m *measure) sampled(frames []*island.Frame) {
 
 // jointErrors returns the server's own joint errors on frame f as the
 // observer decodes it: the sampled floats on wire 1, the quantized states
-// restored on wire 2, so that quantization error shows in the floor. Every
+// restored on wire 3, so that quantization error shows in the floor. Every
 // frame is sampled at this very step, so the world's joints are the frame's.
 func (m *measure) jointErrors(f *island.Frame) []float64 {
 	is := m.world.Island(f.Key.Island)
@@ -94,7 +94,7 @@ func (m *measure) jointErrors(f *island.Frame) []float64 {
 	clear(m.poses)
 	for _, mb := range f.Members {
 		s := mb.State
-		if m.wire == 2 {
+		if m.wire == 3 {
 			q, err := quant.Quantize(s, p)
 			if err != nil {
 				return nil
@@ -283,8 +283,8 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 			m.straight.control(now, ctlQueue[0].b)
 			ctlQueue = ctlQueue[1:]
 		}
-		// The observer's feedback (baselines held, keyframe requests,
-		// acknowledgements) travels back on the reliable stream.
+		// The observer's feedback (keyframe requests, confirmations of
+		// datagrams) travels back on the reliable stream.
 		if now >= nextFeedback {
 			nextFeedback = now + 50_000
 			if fbBuf = rx.Feedback(fbBuf[:0]); len(fbBuf) > 0 {

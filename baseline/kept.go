@@ -1,0 +1,147 @@
+package baseline
+
+import (
+	"slices"
+
+	"github.com/islandsync/islandsync/island"
+)
+
+// The window both ends keep to, counted in broadcasts (the sequence every
+// frame of one broadcast shares), not per island, so that it costs no
+// control message at all.
+const (
+	// Window is how many broadcasts back an observer keeps an island's
+	// committed frames as baselines: a frame of broadcast s is kept while
+	// the newest broadcast the observer has seen is below s + Window, and
+	// the island's newest kept frame is kept whatever its age (the anchor).
+	Window = 32
+	// Slack is how many broadcasts late a datagram may arrive and still
+	// find its baselines: the authority codes a delta at broadcast c only
+	// against a frame of broadcast s with c − s < Window − Slack, or against
+	// the newest frame of the island it sent the observer at all.
+	Slack = 8
+)
+
+// Kept is one island's decode baselines at an observer: the tables of the
+// frames it committed, ascending by sequence, at most Window+1 of them. The
+// zero value holds nothing. Not safe for concurrent use.
+type Kept struct {
+	tables []*Table
+	spare  []*Table // tables let go, for NewTable: storage sized for this island
+}
+
+// maxSpare bounds the tables a Kept holds for reuse.
+const maxSpare = 4
+
+// NewTable returns an empty table, recycled from those k let go when it
+// can, so that keeping a baseline per broadcast allocates nothing once warm.
+func (k *Kept) NewTable() *Table {
+	if n := len(k.spare); n > 0 {
+		t := k.spare[n-1]
+		k.spare[n-1] = nil
+		k.spare = k.spare[:n-1]
+		t.Entries = t.Entries[:0]
+		return t
+	}
+	return &Table{}
+}
+
+func (k *Kept) recycle(t *Table) {
+	if len(k.spare) < maxSpare {
+		k.spare = append(k.spare, t)
+	}
+}
+
+// Find returns the table of frame seq, or nil.
+func (k *Kept) Find(seq uint32) *Table {
+	for i := len(k.tables) - 1; i >= 0; i-- { // the newest is named most
+		if k.tables[i].ID == seq {
+			return k.tables[i]
+		}
+	}
+	return nil
+}
+
+// Newest returns the newest table kept, or nil.
+func (k *Kept) Newest() *Table {
+	if len(k.tables) == 0 {
+		return nil
+	}
+	return k.tables[len(k.tables)-1]
+}
+
+// Len returns how many tables are kept.
+func (k *Kept) Len() int { return len(k.tables) }
+
+// Keep adds t, the table of a frame the observer committed, and lets go of
+// every table the window no longer keeps given newest, the newest broadcast
+// sequence the observer has seen: those of broadcasts at least Window
+// before it, except the newest table. It reports whether t was kept (not
+// when a table of the same sequence is held already). k owns t from now
+// on; tables let go are reused by NewTable.
+func (k *Kept) Keep(t *Table, newest uint32) bool {
+	i := len(k.tables)
+	for i > 0 && island.SeqNewer(k.tables[i-1].ID, t.ID) {
+		i--
+	}
+	if i > 0 && k.tables[i-1].ID == t.ID {
+		k.recycle(t)
+		return false
+	}
+	k.tables = append(k.tables, nil)
+	copy(k.tables[i+1:], k.tables[i:])
+	k.tables[i] = t
+	k.Prune(newest)
+	// Frames of more than Window broadcasts ahead of newest (a reordered
+	// stream) are kept too; the cap keeps the table bounded regardless.
+	for len(k.tables) > Window+1 {
+		k.recycle(k.tables[0])
+		n := copy(k.tables, k.tables[1:])
+		k.tables[n] = nil
+		k.tables = k.tables[:n]
+	}
+	return slices.Contains(k.tables, t)
+}
+
+// Prune lets go of every table but the newest that the window no longer
+// keeps when newest is the newest broadcast the observer has seen. Keep
+// prunes an island as it keeps a frame of it; a receiver prunes the
+// islands that are not sent (bodies at rest, islands out of interest) now
+// and then, so that their old frames do not linger.
+func (k *Kept) Prune(newest uint32) {
+	last := len(k.tables) - 1
+	kept := k.tables[:0]
+	for j, u := range k.tables {
+		if j == last || !expired(u.ID, newest) {
+			kept = append(kept, u)
+		} else {
+			k.recycle(u)
+		}
+	}
+	clear(k.tables[len(kept):])
+	k.tables = kept
+}
+
+// expired reports whether a frame of broadcast s is out of the window when
+// the newest broadcast seen is newest.
+func expired(s, newest uint32) bool {
+	return !island.SeqNewer(s, newest) && newest-s >= Window
+}
+
+// Clone returns an independent copy: every table copied.
+func (k *Kept) Clone() Kept {
+	c := Kept{tables: make([]*Table, len(k.tables))}
+	for i, t := range k.tables {
+		c.tables[i] = t.Clone()
+	}
+	return c
+}
+
+// Usable reports whether the authority may code a delta of broadcast c
+// against the frame of broadcast s that the observer confirmed, when last
+// is the newest frame of the island sent to that observer: s within
+// Window − Slack broadcasts of c, or s the newest frame sent (the observer
+// keeps its newest frame of every island whatever its age).
+func Usable(s, c, last uint32) bool {
+	return s == last || (!island.SeqNewer(s, c) && c-s < Window-Slack)
+}

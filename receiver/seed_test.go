@@ -1,0 +1,270 @@
+package receiver
+
+import (
+	"testing"
+
+	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+)
+
+// The design notes' worked example of decoding against a declared baseline,
+// on the path users run: island A (one body) and island B (one body), in
+// quantized position units of 1/512 m.
+const (
+	seedA, seedB, seedC = 1, 2, 3
+	posUnit             = 1.0 / 512
+)
+
+// seedRig is an authority's Broadcaster and one observer's Receiver, with
+// the control stream delivered at once and the observer's feedback
+// delivered only when the test says so.
+type seedRig struct {
+	t  *testing.T
+	bc *broadcast.Broadcaster
+	rx *Receiver
+	// dgs holds the datagrams of each broadcast to observer 1, by sequence.
+	dgs map[uint32][][]byte
+	now int64
+	seq uint32
+}
+
+func newSeedRig(t *testing.T) *seedRig {
+	bc, err := broadcast.New(broadcast.Config{Timeline: 5, KeyframeEvery: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, _ := New(Config{})
+	r := &seedRig{t: t, bc: bc, rx: rx, dgs: map[uint32][][]byte{}}
+	var members []island.MemberID
+	for _, isl := range []uint32{seedA, seedB, seedC} {
+		members = append(members, island.MemberID{Stable: uint64(100 + isl)})
+	}
+	if err := bc.Apply(codec.Announce{IDs: members}); err != nil {
+		t.Fatal(err)
+	}
+	for i, isl := range []uint32{seedA, seedB, seedC} {
+		for _, m := range []codec.Message{codec.Lease{Island: isl, Epoch: 1, Owner: 1},
+			codec.Manifest{Island: isl, Topology: 1, Config: 1, Members: members[i : i+1]}} {
+			if err := bc.Apply(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_ = bc.Join(1, 0)
+	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	return r
+}
+
+// broadcast sends one broadcast at authority time at (µs) carrying the
+// islands in xs (island → x in position units), delivers its control and
+// datagrams to the receiver, and returns the receiver's feedback, not yet
+// delivered.
+func (r *seedRig) broadcast(at island.Time, xs map[uint32]int64) []byte {
+	r.t.Helper()
+	r.seq++
+	var frames []*island.Frame
+	for _, isl := range []uint32{seedA, seedB, seedC} {
+		x, ok := xs[isl]
+		if !ok {
+			continue
+		}
+		frames = append(frames, &island.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 1, Config: 1, Seq: r.seq},
+			Time: at, Members: []island.Member{{ID: island.MemberID{Stable: uint64(100 + isl)}, State: island.State{X: float64(x) * posUnit}}}})
+	}
+	r.bc.Frames(frames)
+	ctl, dgs := r.bc.Take(1, nil, nil)
+	r.now += 50_000
+	if _, err := r.rx.ControlBytes(r.now, ctl); err != nil {
+		r.t.Fatal(err)
+	}
+	for _, d := range dgs {
+		r.dgs[r.seq] = append(r.dgs[r.seq], d.Bytes)
+		r.rx.Datagram(r.now, d.Bytes)
+	}
+	return r.rx.Feedback(nil)
+}
+
+func (r *seedRig) feedBack(fb []byte) {
+	r.t.Helper()
+	if _, err := r.bc.FeedbackBytes(1, fb); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// record returns the record of island isl in broadcast seq's datagrams.
+func (r *seedRig) record(seq, isl uint32) codec.V2Record {
+	r.t.Helper()
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	for _, d := range r.dgs[seq] {
+		_, recs, err := dec.Decode(d)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, rec := range recs {
+			if rec.Island == isl || (rec.Kind == codec.KindRun && rec.Island <= isl && isl < rec.Island+rec.Count) {
+				return rec
+			}
+		}
+	}
+	r.t.Fatalf("broadcast %d carries no record of island %d", seq, isl)
+	return codec.V2Record{}
+}
+
+// held returns the x the receiver holds for island isl in its baseline of
+// broadcast seq, and that baseline's authority time.
+func (r *seedRig) held(isl, seq uint32) (int64, island.Time, bool) {
+	s := r.rx.v2[isl]
+	if s == nil {
+		return 0, 0, false
+	}
+	t := s.kept.Find(seq)
+	if t == nil {
+		return 0, 0, false
+	}
+	return t.Entries[0].Q.X, t.Frame.Time, true
+}
+
+// TestSeedDeclaredBaseline is the design notes' integer example. Baseline
+// 42 has A at 10000 and B at 11000, both observed at 1.00 s. Packet 43, at
+// 1.05 s, carries only A, 20 further on. Packet 44, at 1.10 s, is coded
+// against 42 as well — the authority has no confirmation of 43 — so A's
+// residual is 40 and A restores to 10040, not 10060 (43 plus 40). B, left
+// out of 43 and 44, keeps its observation at 1.00 s.
+func TestSeedDeclaredBaseline(t *testing.T) {
+	r := newSeedRig(t)
+	// Broadcasts 1 … 41 carry island C alone; A and B start at 40.
+	for r.seq < 39 {
+		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedC: 500}))
+	}
+	r.feedBack(r.broadcast(975_000, map[uint32]int64{seedA: 9990, seedB: 11000, seedC: 500})) // 40
+	r.feedBack(r.broadcast(987_500, map[uint32]int64{seedA: 9995, seedB: 11000, seedC: 500})) // 41
+	r.feedBack(r.broadcast(1_000_000, map[uint32]int64{seedA: 10000, seedB: 11000}))          // 42: confirmed
+	fb43 := r.broadcast(1_050_000, map[uint32]int64{seedA: 10020})                            // 43: its confirmation is lost
+	_ = fb43
+	r.feedBack(r.broadcast(1_100_000, map[uint32]int64{seedA: 10040})) // 44
+
+	if r.seq != 44 {
+		t.Fatalf("the example ran to broadcast %d", r.seq)
+	}
+	rec43, rec44 := r.record(43, seedA), r.record(44, seedA)
+	if rec43.Kind != codec.KindDelta || rec43.Lag != 1 || rec44.Kind != codec.KindDelta || rec44.Lag != 2 {
+		t.Fatalf("43: kind %v lag %d; 44: kind %v lag %d — both must be deltas against 42", rec43.Kind, rec43.Lag, rec44.Kind, rec44.Lag)
+	}
+	if x, at, ok := r.held(seedA, 43); !ok || x != 10020 || at != 1_050_000 {
+		t.Fatalf("A in 43: %d at %d (%v), want 10020 at 1.05 s", x, at, ok)
+	}
+	if x, at, ok := r.held(seedA, 44); !ok || x != 10040 || at != 1_100_000 {
+		t.Fatalf("A in 44: %d at %d (%v), want 10040 at 1.10 s", x, at, ok)
+	}
+	// The same residual against 43 would have made 10060: the receiver
+	// restored 44 from the baseline the record named.
+	base43 := r.rx.v2[seedA].kept.Find(43)
+	if ents, err := rec44.ExpandDelta(nil, base43, 1_100_000); err != nil || ents[0].Q.X != 10060 {
+		t.Fatalf("44's residual against 43: %v %v", ents, err)
+	}
+	if b := r.rx.v2[seedB].kept.Newest(); b == nil || b.ID != 42 || b.Frame.Time != 1_000_000 || b.Entries[0].Q.X != 11000 {
+		t.Fatalf("B's newest frame: %+v, want 42 at 1.00 s, x 11000", b)
+	}
+	if st := r.rx.Stats(); st.V2.NoBaseline != 0 || st.V2.Digest != 0 || st.V2.Refused != 0 {
+		t.Fatalf("v2 stats %+v", st.V2)
+	}
+}
+
+// TestSeedMissingBaseline: a receiver that holds only 40 refuses 43, coded
+// against 42, whole — nothing of A commits from it — and asks for A whole.
+// Once the whole frame 44 is held and confirmed, the authority codes 45
+// against 44.
+func TestSeedMissingBaseline(t *testing.T) {
+	r := newSeedRig(t)
+	for r.seq < 39 {
+		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedC: 500}))
+	}
+	r.feedBack(r.broadcast(975_000, map[uint32]int64{seedA: 9990}))    // 40
+	r.feedBack(r.broadcast(987_500, map[uint32]int64{seedA: 9995}))    // 41
+	r.feedBack(r.broadcast(1_000_000, map[uint32]int64{seedA: 10000})) // 42
+	r.broadcast(1_050_000, map[uint32]int64{seedA: 10020})             // 43, against 42
+
+	// A second observer's receiver, in the same state as the first at 40
+	// but missing 41 and 42, is handed 43.
+	lone, _ := New(Config{})
+	ctl, _ := newSeedRig(t).bc.Take(1, nil, nil) // the same catch-up: Welcome, identities, leases, manifests
+	if _, err := lone.ControlBytes(0, ctl); err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint32(1); seq <= 40; seq++ {
+		for _, d := range r.dgs[seq] {
+			lone.Datagram(int64(seq)*50_000, d)
+		}
+	}
+	_ = lone.Feedback(nil)
+	before := lone.Stats()
+	for _, d := range r.dgs[43] {
+		lone.Datagram(43*50_000, d)
+	}
+	after := lone.Stats()
+	if after.V2.NoBaseline != before.V2.NoBaseline+1 || after.FramesCommitted != before.FramesCommitted {
+		t.Fatalf("43 against 42 at a receiver holding only 40: no-baseline %d → %d, committed %d → %d",
+			before.V2.NoBaseline, after.V2.NoBaseline, before.FramesCommitted, after.FramesCommitted)
+	}
+	if s := lone.v2[seedA]; s.kept.Find(43) != nil || s.kept.Newest().ID != 40 {
+		t.Fatalf("the refused frame was kept: newest %d", s.kept.Newest().ID)
+	}
+	lim := codec.ControlLimits{}.WithDefaults()
+	m, _, err := codec.ParseControl(lone.Feedback(nil), &lim)
+	if k, ok := m.(codec.Keyframes); err != nil || !ok || len(k.Islands) != 1 || k.Islands[0] != seedA {
+		t.Fatalf("the receiver's feedback after refusing: %#v %v, want Keyframes [A] first", m, err)
+	}
+
+	// The first observer asks the same: 44 goes whole, and once confirmed
+	// 45 is a delta against it.
+	r.feedBack(codec.Keyframes{Islands: []uint32{seedA}}.Append(nil))
+	r.feedBack(r.broadcast(1_100_000, map[uint32]int64{seedA: 10040})) // 44
+	r.feedBack(r.broadcast(1_150_000, map[uint32]int64{seedA: 10060})) // 45
+	if rec := r.record(44, seedA); rec.Kind != codec.KindKey {
+		t.Fatalf("44 after the request: kind %v", rec.Kind)
+	}
+	if rec := r.record(45, seedA); rec.Kind != codec.KindDelta || rec.Lag != 1 {
+		t.Fatalf("45: kind %v lag %d, want a delta against 44", rec.Kind, rec.Lag)
+	}
+}
+
+// TestSeedWindowKeepsAnchor: the window counts broadcasts, not islands. A
+// receiver keeps an island's frames of the last 32 broadcasts and always
+// its newest one, the anchor: island B, quiet after 42 while A moves on,
+// is held as {42} alone once 42 is 32 broadcasts old (and the receiver has
+// visited it, within 8 broadcasts) — every other frame of it let go
+// without a control message — and when B moves again, 48 broadcasts
+// later, the authority codes it against 42 and the receiver restores it.
+func TestSeedWindowKeepsAnchor(t *testing.T) {
+	r := newSeedRig(t)
+	for r.seq < 41 {
+		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedA: 9000 + int64(r.seq), seedB: 11000 - int64(r.seq)}))
+	}
+	r.feedBack(r.broadcast(1_050_000, map[uint32]int64{seedA: 10000, seedB: 11000})) // 42
+	if n := r.rx.v2[seedB].kept.Len(); n < 20 {
+		t.Fatalf("B holds %d baselines before going quiet", n)
+	}
+	for r.seq < 89 {
+		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedA: 10000 + int64(r.seq)}))
+	}
+	// 42 + 32 + 8: every frame of B before 42 is out of the window, and B
+	// was visited since.
+	if s := r.rx.v2[seedB]; s.kept.Len() != 1 || s.kept.Newest().ID != 42 {
+		t.Fatalf("at %d B holds %d baselines, newest %d; want {42}", r.seq, s.kept.Len(), s.kept.Newest().ID)
+	}
+	if ctl, _ := r.bc.Take(1, nil, nil); len(ctl) != 0 {
+		t.Fatalf("the window moved with %d control bytes", len(ctl))
+	}
+	r.feedBack(r.broadcast(90*25_000, map[uint32]int64{seedA: 10100, seedB: 11050})) // 90
+	rec := r.record(90, seedB)
+	if rec.Kind != codec.KindDelta || rec.Lag != 48 {
+		t.Fatalf("B at 90: kind %v lag %d, want a delta against 42", rec.Kind, rec.Lag)
+	}
+	if x, _, ok := r.held(seedB, 90); !ok || x != 11050 {
+		t.Fatalf("B at 90 restored to %d (%v)", x, ok)
+	}
+	if st := r.rx.Stats(); st.V2.NoBaseline != 0 || st.V2.Refused != 0 {
+		t.Fatalf("v2 stats %+v", st.V2)
+	}
+}
