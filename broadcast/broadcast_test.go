@@ -182,7 +182,7 @@ func BenchmarkFanOut(b *testing.B) {
 	for _, c := range []struct {
 		wire int
 		n    int
-	}{{1, 1}, {1, 8}, {1, 64}, {2, 1}, {2, 8}, {2, 64}} {
+	}{{1, 1}, {1, 8}, {1, 64}, {3, 1}, {3, 8}, {3, 64}} {
 		n := c.n
 		b.Run(fmt.Sprintf("wire=%d/observers=%d", c.wire, n), func(b *testing.B) {
 			bc, _ := New(Config{Wire: c.wire})

@@ -235,7 +235,14 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 	defer conn.CloseWithError(CodeShutdown, "")
 	defer func() {
 		// However the loop noticed the end (a read, a write), a close by
-		// the server is reported as the server's CloseError.
+		// the server is reported as the server's CloseError — from the
+		// error that ended the loop when it carries the server's code (the
+		// connection's own end may not be recorded yet), else from the
+		// connection.
+		if ce, ok := closeError(err).(*CloseError); ok {
+			err = ce
+			return
+		}
 		if ce := closeError(context.Cause(conn.Context())); conn.Context().Err() != nil {
 			if _, ok := ce.(*CloseError); ok {
 				err = ce
