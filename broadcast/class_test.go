@@ -81,3 +81,69 @@ func TestClassByRole(t *testing.T) {
 		t.Errorf("past MaxIslands: %v", err)
 	}
 }
+
+// TestKeyframesStaggered: with every datagram confirmed, each of 400
+// islands still goes whole at least every KeyframeEvery broadcasts, but
+// the islands take turns: no broadcast carries more than twice the mean
+// number of keyframes.
+func TestKeyframesStaggered(t *testing.T) {
+	b, _ := New(Config{})
+	const n = 400
+	m := map[uint32][]island.MemberID{}
+	for id := uint32(1); id <= n; id++ {
+		m[id] = ids(uint64(10*id), 1)
+		live(t, b, id, m[id])
+	}
+	subscribeAll(t, b, 1)
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	lastKey := map[uint32]uint32{}
+	var keys []int
+	for seq := uint32(1); seq <= 200; seq++ {
+		var frames []*island.Frame
+		for id := uint32(1); id <= n; id++ {
+			f := frameOf(id, m[id], seq)
+			f.Members[0].State.X += float64(seq) // moving: no runs
+			frames = append(frames, f)
+		}
+		b.Frames(frames)
+		_, dgs := b.Take(1, nil, nil)
+		k := 0
+		var newest uint32
+		for _, d := range dgs {
+			h, recs, err := dec.Decode(d.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			newest = h.Packet
+			for _, r := range recs {
+				if r.Kind == codec.KindKey {
+					k++
+					if last, ok := lastKey[r.Island]; ok && seq > 80 && seq-last > DefaultKeyframeEvery {
+						t.Fatalf("island %d went whole at %d and %d", r.Island, last, seq)
+					}
+					lastKey[r.Island] = seq
+				}
+			}
+		}
+		if len(dgs) > 0 {
+			if _, err := b.FeedbackBytes(1, codec.Received{Newest: newest, Prior: ^uint64(0)}.Append(nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if seq > 80 { // past the first keyframes and their first turn
+			keys = append(keys, k)
+		}
+	}
+	total, most := 0, 0
+	for _, k := range keys {
+		total += k
+		most = max(most, k)
+	}
+	mean := float64(total) / float64(len(keys))
+	if want := float64(n) / DefaultKeyframeEvery; mean < 0.8*want || mean > 1.2*want {
+		t.Fatalf("%.1f keyframes per broadcast, want about %.0f", mean, want)
+	}
+	if float64(most) > 2*mean {
+		t.Fatalf("a broadcast carried %d keyframes, the mean is %.1f", most, mean)
+	}
+}

@@ -95,14 +95,15 @@ func (o *observer) forgetIsland(id uint32) {
 // keyframes fall on broadcasts whose sequence is phase(id) modulo every,
 // whatever broadcast it joined on. Islands go in blocks of keyBlock
 // consecutive ids, so that the keyframes of one broadcast sit side by side
-// and the runs of islands at rest between them stay long.
+// and the runs of islands at rest between them stay long; consecutive
+// blocks take consecutive turns.
 func phase(id uint32, every int) uint32 {
-	return uint32(uint64(id/keyBlock) * 2654435761 % uint64(every)) // Knuth's multiplicative hash spreads consecutive blocks
+	return id / keyBlock % uint32(every)
 }
 
 // keyBlock is how many consecutive island ids take their periodic
 // keyframes in the same broadcast.
-const keyBlock = 16
+const keyBlock = 4
 
 // quantized is one frame of a broadcast in quantized form, shared by every
 // observer: the v2 frame and the table it restores.
@@ -189,7 +190,7 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 				if oi.wantKey || b.seq-oi.lastKey < every {
 					// Off schedule (new, asked for, a new stream): the next
 					// periodic keyframe still falls in the island's turn.
-					oi.lastKey = b.seq - (b.seq-phase(isl, b.cfg.KeyframeEvery))%every
+					oi.lastKey = b.seq - (b.seq%every+every-phase(isl, b.cfg.KeyframeEvery))%every
 				} else {
 					oi.lastKey = b.seq
 				}
