@@ -172,7 +172,7 @@ type Stats struct {
 	Datagrams     uint64 // datagrams encoded
 	Bytes         uint64 // datagram bytes encoded
 	ControlBytes  uint64 // control bytes queued, summed over observers
-	// V2 says where wire-2 datagram bytes went (headers, indices,
+	// V2 says where wire-3 datagram bytes went (headers, indices,
 	// positions, angles, velocities), summed over every encoder.
 	V2 codec.V2Bytes
 }

@@ -22,10 +22,11 @@ const (
 	// VersionV3 is the version byte of a quantized datagram.
 	VersionV3 = 3
 	// V2HeaderSize is magic (4), version (1), packet number (4), broadcast
-	// sequence (4), authority time (8) and check (4).
-	V2HeaderSize = 25
-	// checkAt is the offset of the check field.
-	checkAt = 21
+	// sequence (4), authority time (8), sum (4) and check (4).
+	V2HeaderSize = 29
+	// sumAt and checkAt are the offsets of the sum and the check fields.
+	sumAt   = 21
+	checkAt = 25
 )
 
 // RecordKind is the kind of a v2 island record.
@@ -75,6 +76,9 @@ type V2Frame struct {
 	// once. When not Digested the encoder computes it.
 	Digest   uint64
 	Digested bool
+	// Sum, when Digested, is the frame's integer digest (FrameSum) at the
+	// encoder's time; the encoder computes it otherwise.
+	Sum uint64
 }
 
 // V2Ref is what a delta or run record refers to: the observer's baseline
@@ -291,6 +295,12 @@ type V2Encoder struct {
 	parityD []bool // per closed datagram: it carries a parity record
 	// inParity: the open datagram carries a parity record
 	inParity bool
+	// sum hashes the sums of the whole frames the open datagram carries,
+	// in order; runSums are those of the open run's islands
+	sum     xxhash.Digest
+	runSums []uint64
+	// the digest and sum of the frame being added
+	digest, fsum uint64
 }
 
 // openRun is the run record being gathered: consecutive islands that moved
@@ -327,6 +337,7 @@ func (e *V2Encoder) Begin(packet, seq uint32, t island.Time) {
 	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
 	e.isl, e.islEnds, e.parityD = e.isl[:0], e.islEnds[:0], e.parityD[:0]
 	e.run.open = false
+	e.runSums = e.runSums[:0]
 }
 
 // Next returns the number the next datagram would have: Begin's packet plus
@@ -351,14 +362,23 @@ func (e *V2Encoder) open() {
 	e.packet++
 	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.seq)
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(e.time))
-	e.buf = append(e.buf, 0, 0, 0, 0) // the check, written at close
+	e.buf = append(e.buf, 0, 0, 0, 0, 0, 0, 0, 0) // the sum and the check, written at close
 	e.lastIsl = 0
 	e.ref.ok = false
+	e.sum.Reset()
+}
+
+// addSum adds a whole frame's sum to the open datagram's.
+func (e *V2Encoder) addSum(v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	_, _ = e.sum.Write(b[:])
 }
 
 func (e *V2Encoder) close() {
 	if e.cur >= 0 {
 		dg := e.buf[e.cur:]
+		binary.LittleEndian.PutUint32(dg[sumAt:], uint32(e.sum.Sum64()))
 		binary.LittleEndian.PutUint32(dg[checkAt:], v2Check(dg))
 		e.ends = append(e.ends, len(e.buf))
 		e.islEnds = append(e.islEnds, len(e.isl))
@@ -369,7 +389,7 @@ func (e *V2Encoder) close() {
 }
 
 // v2Check is the datagram check: the low 32 bits of xxhash64 over the
-// datagram's first 21 bytes and everything after the check field. It
+// datagram's first 25 bytes and everything after the check field. It
 // catches corruption anywhere — runs included, which carry no digest.
 func v2Check(dg []byte) uint32 {
 	var d xxhash.Digest
@@ -481,6 +501,7 @@ func (e *V2Encoder) AddKey(f *V2Frame) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
+	e.digest, e.fsum = e.digests(f)
 	e.flushRun()
 	// Frame-level fields, then each member: identity, six values.
 	e.scratch = e.scratch[:0]
@@ -510,6 +531,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
+	e.digest, e.fsum = e.digests(f)
 	lag := f.Key.Seq - ref.Base.ID
 	bf := &ref.Base.Frame
 	if lag == 0 || len(ref.Base.Entries) != len(f.Members) || bf.Class != f.Class || bf.Segment != f.Segment ||
@@ -542,6 +564,10 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 				mask |= 1 << k
 			}
 		}
+		if mask == 0 && len(f.Members) == 1 {
+			e.scratch = append(e.scratch, 0) // a one-member delta has no bitmap: its mask says "unchanged"
+			e.count(0, 1)
+		}
 		if mask != 0 {
 			unchanged = false
 			e.scratch = append(e.scratch, mask)
@@ -557,7 +583,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 		e.members = append(e.members, len(e.scratch))
 	}
 	if unchanged && f.Flags == 0 {
-		e.addRun(f.Key.Island, lag, f.Class)
+		e.addRun(f.Key.Island, lag, f.Class, e.fsum)
 		return nil
 	}
 	kind := KindDelta
@@ -591,15 +617,26 @@ func (e *V2Encoder) check(f *V2Frame) error {
 }
 
 // addRun extends the open run with island isl, or starts a new one.
-func (e *V2Encoder) addRun(isl, lag uint32, class quant.Class) {
+func (e *V2Encoder) addRun(isl, lag uint32, class quant.Class, sum uint64) {
 	r := &e.run
 	if r.open && r.lag == lag && r.class == class && isl == r.last+1 {
 		r.count++
 		r.last = isl
+		e.runSums = append(e.runSums, sum)
 		return
 	}
 	e.flushRun()
 	*r = openRun{open: true, first: isl, count: 1, lag: lag, class: class, last: isl}
+	e.runSums = append(e.runSums[:0], sum)
+}
+
+// addRunSums adds the sums of the run's islands to the open datagram's,
+// once the run's record is placed (alone, or carried by a gap delta).
+func (e *V2Encoder) addRunSums() {
+	for _, v := range e.runSums {
+		e.addSum(v)
+	}
+	e.runSums = e.runSums[:0]
 }
 
 func (e *V2Encoder) flushRun() {
@@ -613,6 +650,7 @@ func (e *V2Encoder) flushRun() {
 	body = appendU(body, uint64(r.count))
 	e.rec = body
 	e.place(head(KindRun, r.class, 0), r.first, body, r.lag, uvarintLen(uint64(r.lag)))
+	e.addRunSums()
 	if r.last != r.first {
 		e.noteIslands(r.first+1, r.last)
 	}
@@ -620,18 +658,20 @@ func (e *V2Encoder) flushRun() {
 }
 
 // emit writes the frame whose frame-level fields are in e.rec and whose
-// member encodings are in e.scratch (ends in e.members): whole, with a
-// 32-bit digest, when it fits a datagram; else cut into fragments at member
-// boundaries, each with the whole frame's 64-bit digest.
+// member encodings are in e.scratch (ends in e.members): whole, its sum
+// added to the datagram's, when it fits a datagram; else cut into
+// fragments at member boundaries, each with the whole frame's 64-bit
+// digest.
 func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
-	d := f.Digest
-	if !f.Digested {
-		d = e.digest(f)
-	}
+	d := e.digest
 	n := len(f.Members)
 	e.rec = appendU(e.rec, uint64(n))
 	pre := len(e.rec)
-	whole := pre + 4 + bitmapLen(h, n) + len(e.scratch)
+	bitmap := bitmapLen(h, n)
+	if n == 1 {
+		bitmap = 0 // a whole one-member delta has none
+	}
+	whole := pre + bitmap + len(e.scratch)
 	max := e.cfg.MaxDatagram - V2HeaderSize - 1 - uvarintLen(uint64(f.Key.Island))
 	if RecordKind(h&headKind) == KindGapDelta && (whole > max || 1+uvarintLen(uint64(f.Key.Island-e.lastIsl))+whole > e.room()) {
 		// The delta goes elsewhere: the run it carried becomes a record.
@@ -642,12 +682,14 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 		h = h&^headKind | byte(KindDelta)
 	}
 	if whole <= max {
-		body := e.rec
-		body = binary.LittleEndian.AppendUint32(body, uint32(d))
-		body = e.appendMembers(body, h, 0, n)
+		body := e.appendMembers(e.rec, h, 0, n, n == 1)
 		e.rec = body
 		e.place(h, f.Key.Island, body, lag, refLen)
-		e.account(4, bitmapLen(h, n))
+		if RecordKind(h&headKind) == KindGapDelta {
+			e.addRunSums()
+		}
+		e.addSum(e.fsum)
+		e.account(0, bitmap)
 		e.moveFields()
 		return nil
 	}
@@ -683,7 +725,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 	e.shardLen = 0
 	for i := 0; i < count; i++ {
 		body := appendPart(e.rec[:pre], count, i, spans[i].first, spans[i].n, d)
-		body = e.appendMembers(body, h, spans[i].first, spans[i].n)
+		body = e.appendMembers(body, h, spans[i].first, spans[i].n, false)
 		e.rec = body
 		if withParity {
 			e.keepShard(i, h|headFragment, f.Key.Island, body)
@@ -771,13 +813,14 @@ func (e *V2Encoder) memberBytes(from, to int) int {
 }
 
 // appendMembers appends members [first, first+n): for a delta the bitmap of
-// changed ones, then their encodings.
-func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int) []byte {
+// changed ones (unless noBitmap: a whole one-member delta), then their
+// encodings.
+func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int, noBitmap bool) []byte {
 	start := 0
 	if first > 0 {
 		start = e.members[first-1]
 	}
-	if k := RecordKind(h & headKind); k == KindDelta || k == KindGapDelta {
+	if k := RecordKind(h & headKind); !noBitmap && (k == KindDelta || k == KindGapDelta) {
 		prev := start
 		for i := 0; i < n; i += 8 {
 			var bm byte
@@ -794,17 +837,64 @@ func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int) []byte {
 	return append(b, e.scratch[start:e.members[first+n-1]]...)
 }
 
-// FrameDigest computes f's digest for the current broadcast (Begin's time)
-// and records it in f, so that encoding f for many observers hashes it once.
+// FrameDigest computes f's digest and sum for the current broadcast
+// (Begin's time) and records them in f, so that encoding f for many
+// observers hashes it once.
 func (e *V2Encoder) FrameDigest(f *V2Frame) {
-	f.Digest, f.Digested = e.digest(f), true
+	f.Digest, f.Sum = e.frameDigest(f), e.frameSum(f)
+	f.Digested = true
 }
 
-// digest returns the frame digest of f as v1 defines it (the header's
+// digests returns f's digest and sum: FrameDigest's, or computed now.
+func (e *V2Encoder) digests(f *V2Frame) (uint64, uint64) {
+	if f.Digested {
+		return f.Digest, f.Sum
+	}
+	return e.frameDigest(f), e.frameSum(f)
+}
+
+func (e *V2Encoder) frameSum(f *V2Frame) uint64 {
+	return FrameSum(f.Sender, f.Key, e.time, f.Segment, f.Flags, f.Class, f.Members)
+}
+
+// FrameSum is a whole frame's integer digest as its observer restores it:
+// xxhash64 (seed 0) over u32 island, u32 sender, u32 epoch, u32 topology,
+// u32 config, u32 seq, i64 time, u32 segment, u8 flags, u8 class, u32
+// member count, then per member u64 stable id, u32 generation and the six
+// quantized values as i64 — all little-endian. A datagram's sum hashes the
+// sums of the whole frames it carries, so that a receiver that restored
+// them from other baselines than the sender's, or from other bytes, finds
+// out before it commits anything.
+func FrameSum(sender island.SenderID, key island.Key, t island.Time, segment uint32, flags island.Flags, class quant.Class, members []baseline.Entry) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	var b [64]byte
+	o := b[:0]
+	for _, v := range [...]uint32{key.Island, uint32(sender), key.Epoch, key.Topology, key.Config, key.Seq} {
+		o = binary.LittleEndian.AppendUint32(o, v)
+	}
+	o = binary.LittleEndian.AppendUint64(o, uint64(t))
+	o = binary.LittleEndian.AppendUint32(o, segment)
+	o = append(o, byte(flags), byte(class))
+	o = binary.LittleEndian.AppendUint32(o, uint32(len(members)))
+	_, _ = d.Write(o)
+	for i := range members {
+		m := &members[i]
+		o = binary.LittleEndian.AppendUint64(b[:0], m.ID.Stable)
+		o = binary.LittleEndian.AppendUint32(o, m.ID.Generation)
+		for _, v := range [...]int64{m.Q.X, m.Q.Y, m.Q.Angle, m.Q.VX, m.Q.VY, m.Q.AngVel} {
+			o = binary.LittleEndian.AppendUint64(o, uint64(v))
+		}
+		_, _ = d.Write(o)
+	}
+	return d.Sum64()
+}
+
+// frameDigest returns the frame digest of f as v1 defines it (the header's
 // frame-level fields, then every member's 60-byte record), over the states
 // f's quantized members restore to: receivers that restore the same
 // integers compute the same digest.
-func (e *V2Encoder) digest(f *V2Frame) uint64 {
+func (e *V2Encoder) frameDigest(f *V2Frame) uint64 {
 	e.raw = AppendRestored(e.raw[:0], f.Members, f.Class.Precision())
 	h := FragmentHeader{Sender: f.Sender, Key: f.Key, Time: e.time, Segment: f.Segment, Flags: f.Flags, TotalMembers: uint32(len(f.Members))}
 	return Digest(&h, e.raw)

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
@@ -63,7 +65,8 @@ func frameTable(f *V2Frame, t island.Time) *baseline.Table {
 
 // receive decodes every datagram and restores each island's frame: key
 // records on their own, deltas and runs against bases (by island), parts
-// of a fragmented frame put back together. It checks every digest.
+// of a fragmented frame put back together. It checks every datagram's sum
+// over the whole frames it restores and every fragmented frame's digest.
 func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[uint32]*baseline.Table {
 	w.t.Helper()
 	out := map[uint32]*baseline.Table{}
@@ -73,12 +76,14 @@ func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[ui
 		if err != nil {
 			w.t.Fatalf("decode: %v", err)
 		}
+		var sum sumHash
 		for _, r := range recs {
 			predicted := func(from, n uint32) {
 				for k := uint32(0); k < n; k++ {
 					base := bases[from+k]
-					got, _ := (&V2Record{Kind: KindDelta, Total: len(base.Entries), N: len(base.Entries), members: make([]byte, (len(base.Entries)+7)/8)}).ExpandDelta(nil, base, h.Time)
-					out[from+k] = restored(base.Frame, h, got)
+					tb := restored(base.Frame, h, Predict(nil, base, h.Time))
+					sum.add(FrameSum(tb.Frame.Sender, tb.Frame.Key, h.Time, tb.Frame.Segment, 0, tb.Frame.Class, tb.Entries))
+					out[from+k] = tb
 				}
 			}
 			switch r.Kind {
@@ -111,17 +116,44 @@ func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[ui
 				}
 				tb := restored(info, h, all)
 				tb.Frame.Key.Seq = h.Seq
-				// The digest: the restored floats hashed as v1 does.
-				f := V2Frame{Sender: tb.Frame.Sender, Key: tb.Frame.Key, Segment: tb.Frame.Segment, Flags: r.Flags, Class: tb.Frame.Class, Members: tb.Entries}
-				d := w.enc.digest(&f)
-				if (r.Digest32 && uint64(uint32(d)) != r.Digest) || (!r.Digest32 && d != r.Digest) {
-					w.t.Fatalf("island %d: digest mismatch", r.Island)
+				if r.Fragments == 1 {
+					sum.add(FrameSum(tb.Frame.Sender, tb.Frame.Key, h.Time, tb.Frame.Segment, r.Flags, tb.Frame.Class, tb.Entries))
+				} else {
+					// The digest: the restored floats hashed as v1 does.
+					f := V2Frame{Sender: tb.Frame.Sender, Key: tb.Frame.Key, Segment: tb.Frame.Segment, Flags: r.Flags, Class: tb.Frame.Class, Members: tb.Entries}
+					if w.enc.frameDigest(&f) != r.Digest {
+						w.t.Fatalf("island %d: digest mismatch", r.Island)
+					}
 				}
 				out[r.Island] = tb
 			}
 		}
+		if got := sum.sum32(); got != h.Sum {
+			w.t.Fatalf("datagram %d: sum %#x, the header says %#x", h.Packet, got, h.Sum)
+		}
 	}
 	return out
+}
+
+// sumHash is a datagram's sum as a receiver computes it.
+type sumHash struct {
+	d    xxhash.Digest
+	used bool
+}
+
+func (s *sumHash) add(v uint64) {
+	if !s.used {
+		s.d.Reset()
+		s.used = true
+	}
+	_, _ = s.d.Write(binary.LittleEndian.AppendUint64(nil, v))
+}
+
+func (s *sumHash) sum32() uint32 {
+	if !s.used {
+		s.d.Reset()
+	}
+	return uint32(s.d.Sum64())
 }
 
 func restored(info baseline.FrameInfo, h V2Header, members []baseline.Entry) *baseline.Table {

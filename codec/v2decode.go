@@ -28,8 +28,7 @@ type V2Record struct {
 	Total                            int    // key, delta: members in the whole frame
 	Fragments, Index, First, N       int    // key, delta: this part's place (one part: 1, 0, 0, Total)
 	Parity                           int    // parity records: how many the frame carries
-	Digest                           uint64 // whole records: the low 32 bits only
-	Digest32                         bool   // the record is whole and Digest holds 32 bits
+	Digest                           uint64 // fragments: the whole frame's digest
 	members                          []byte // encoded members
 	// A delta's residuals as Decode read them: for each changed member its
 	// field mask, then its nonzero residuals in field order.
@@ -61,6 +60,11 @@ type V2Header struct {
 	Packet uint32
 	Seq    uint32
 	Time   island.Time
+	// Sum is the low 32 bits of the hash of the sums (FrameSum) of the
+	// whole frames the datagram carries, in record order, the islands a
+	// run covers each in turn: what the receiver checks its restoration
+	// against before it commits any of them.
+	Sum uint32
 }
 
 // DatagramVersion returns the version byte of a datagram that starts with
@@ -101,6 +105,7 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 	h.Packet = binary.LittleEndian.Uint32(b[5:])
 	h.Seq = binary.LittleEndian.Uint32(b[9:])
 	h.Time = island.Time(binary.LittleEndian.Uint64(b[13:]))
+	h.Sum = binary.LittleEndian.Uint32(b[sumAt:])
 	d.recs = d.recs[:0]
 	d.res = d.res[:0]
 	p := v2Parser{b: b, off: V2HeaderSize, res: &d.res}
@@ -340,17 +345,14 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 		}
 		r.Digest = binary.LittleEndian.Uint64(p.b[p.off:])
 		p.off += 8
-	} else {
-		if len(p.b)-p.off < 4 {
-			return fail(ErrTruncated, len(p.b), "digest")
-		}
-		r.Digest, r.Digest32 = uint64(binary.LittleEndian.Uint32(p.b[p.off:])), true
-		p.off += 4
 	}
 	start, rstart := p.off, len(*p.res)
-	if r.Kind == KindKey {
+	switch {
+	case r.Kind == KindKey:
 		err = p.skipKey(r.N)
-	} else {
+	case r.Total == 1 && !frag: // a whole one-member delta: no bitmap
+		err = p.member(true)
+	default:
 		err = p.skipDelta(r.N)
 	}
 	if err != nil {
@@ -427,21 +429,28 @@ func (p *v2Parser) skipDelta(n int) error {
 	p.off += nb
 	for _, x := range bm {
 		for range bits.OnesCount8(x) {
-			if p.off >= len(p.b) {
-				return fail(ErrTruncated, len(p.b), "field mask")
-			}
-			mask := p.b[p.off]
-			if mask == 0 || mask&0xc0 != 0 {
-				return fail(ErrMalformed, p.off, "field mask")
-			}
-			p.off++
-			*p.res = append(*p.res, int64(mask))
-			if err := p.residualsInto(bits.OnesCount8(mask)); err != nil {
+			if err := p.member(false); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// member reads one changed member of a delta: its field mask (nonzero,
+// bits 6–7 clear; zero allowed when zeroOK, a one-member delta's) and its
+// residuals.
+func (p *v2Parser) member(zeroOK bool) error {
+	if p.off >= len(p.b) {
+		return fail(ErrTruncated, len(p.b), "field mask")
+	}
+	mask := p.b[p.off]
+	if (mask == 0 && !zeroOK) || mask&0xc0 != 0 {
+		return fail(ErrMalformed, p.off, "field mask")
+	}
+	p.off++
+	*p.res = append(*p.res, int64(mask))
+	return p.residualsInto(bits.OnesCount8(mask))
 }
 
 // ExpandKey decodes a key record's members into dst (reused), with the
@@ -473,7 +482,11 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 	}
 	ps, as := shifts(base.Frame.Class.Precision())
 	dt := int64(t - base.Frame.Time)
-	bm := r.members[:(r.N+7)/8]
+	one := [1]byte{1}
+	bm := one[:] // a whole one-member delta has no bitmap: its member is coded
+	if r.Total != 1 || r.Fragments != 1 {
+		bm = r.members[:(r.N+7)/8]
+	}
 	res, k := r.res, 0
 	src := base.Entries[r.First : r.First+r.N]
 	dst = slices.Grow(dst[:0], r.N)[:r.N]

@@ -156,7 +156,7 @@ func (a *Adversary) spoof(h codec.FragmentHeader, f codec.Fragment) []byte {
 	return bytes.Clone(a.enc.Datagrams()[0])
 }
 
-// observeV2 is Observe for wire-2 datagrams: replays of datagrams of an
+// observeV2 is Observe for wire-3 datagrams: replays of datagrams of an
 // island's previous epoch or topology, key records forged from a spoofed
 // sender with a correct digest, and copies with one byte changed.
 func (a *Adversary) observeV2(dg []byte) [][]byte {

@@ -12,7 +12,7 @@ import (
 	"github.com/islandsync/islandsync/scenario"
 )
 
-// lagLoop is an authority, a wire-2 broadcaster and one receiver with no
+// lagLoop is an authority, a wire-3 broadcaster and one receiver with no
 // loss, whose feedback reaches the broadcaster lag snapshots late: the
 // baseline of each delta is about lag snapshots behind.
 type lagLoop struct {

@@ -63,7 +63,7 @@ func BenchmarkReceive(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/body")
 }
 
-// BenchmarkPathsV2 times wire 2's two halves on the 160-link chain at
+// BenchmarkPathsV2 times wire 3's two halves on the 160-link chain at
 // 20 Hz with acknowledgements one snapshot late: encode (one observer's
 // keyframes and deltas) and receive (decode, expand, reassemble, validate,
 // commit, keep the baseline, render), each per body, timed around those
@@ -190,7 +190,7 @@ func (rec *recording) play(rx *Receiver, from, to int, render bool) {
 	}
 }
 
-// BenchmarkReceiveV2 replays 300 snapshots of the 160-link chain on wire 2
+// BenchmarkReceiveV2 replays 300 snapshots of the 160-link chain on wire 3
 // (mostly deltas, keyframes every 2 s, two parity records per frame) into a
 // fresh receiver: decode, expand, reassemble, validate, commit, keep
 // baselines, render. The figure to compare with BenchmarkReceive (wire 1,

@@ -60,6 +60,7 @@ func (r *Receiver) Clone() *Receiver {
 	c.pdec = codec.ParityDecoder{}
 	c.keyReq = append([]uint32(nil), r.keyReq...)
 	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil
+	c.whole, c.wents = nil, nil
 	return &c
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestCloneGoesOnAlike: a receiver cloned in the middle of a lossy wire-2
+// TestCloneGoesOnAlike: a receiver cloned in the middle of a lossy wire-3
 // run — fragments in reassembly, parity kept for rebuilding, baselines and
 // windows, histories, the playout clock mid-play — renders, counts and
 // feeds back exactly as a receiver that saw the same input and was never

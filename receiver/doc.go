@@ -36,14 +36,16 @@
 //     display history: its frames of the last 32 broadcasts and always its
 //     newest (package baseline; old ones of islands not sent are let go
 //     within 8 broadcasts). A delta or run naming a baseline not held, or a
-//     frame whose digest fails or that validation refuses, is refused whole
-//     and a keyframe asked for; every frame that passes validation becomes
-//     a baseline, whether or not the history still wanted it. A frame that came
-//     whole in one record is validated from its restored members without
-//     reassembly (the store refuses a repeat); fragments are reassembled as
-//     in version 1 and the completed frame is validated from its staged
-//     members. Each member is restored to floats once, for the digest and
-//     the validator alike. Feedback encodes what goes back: Keyframes for
+//     frame that validation refuses, is refused whole and a keyframe asked
+//     for; every frame that passes validation becomes a baseline, whether
+//     or not the history still wanted it. The frames that came whole in one
+//     record each are restored together and committed only when the
+//     datagram's sum over their integers holds — a forged or mismatched
+//     baseline, or altered bytes, commit nothing — then validated from
+//     their restored members without reassembly (the store refuses a
+//     repeat); fragments are reassembled as in version 1, checked by their
+//     frame digest, and the completed frame is validated from its staged
+//     members. Feedback encodes what goes back: Keyframes for
 //     the islands refused, then Received, which confirms the datagrams
 //     that arrived — one 17-byte message whatever the number of islands.
 //   - Wire 3 parity: once a parity record has arrived, the fragments of

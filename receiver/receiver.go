@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
@@ -110,6 +112,11 @@ type Receiver struct {
 	pruneAt      int               // the next island of known pruneSome visits
 	arrivals     baseline.Arrivals // wire-3 datagrams that arrived, for Received
 	arrivalsNew  bool              // some arrived since the last Feedback
+	whole        []wholeFrame      // scratch: the whole frames of the datagram being received
+	wents        []baseline.Entry  // scratch: their members
+	wholeBad     bool              // some whole frame of it could not be restored
+	dgRefused    bool              // some frame of it was refused
+	wsum         xxhash.Digest     // the sums of its whole frames
 	parity       map[parityKey]*parityFrame
 	parityFree   []*parityFrame
 	parityBytes  int                      // capacity of every parity buffer, kept or free

@@ -3,6 +3,7 @@ package receiver
 import (
 	"testing"
 
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
@@ -203,7 +204,8 @@ func TestSeedMissingBaseline(t *testing.T) {
 		lone.Datagram(43*50_000, d)
 	}
 	after := lone.Stats()
-	if after.V2.NoBaseline != before.V2.NoBaseline+1 || after.FramesCommitted != before.FramesCommitted {
+	if after.V2.NoBaseline != before.V2.NoBaseline+1 || after.V2.Unverified != before.V2.Unverified+1 ||
+		after.FramesCommitted != before.FramesCommitted {
 		t.Fatalf("43 against 42 at a receiver holding only 40: no-baseline %d → %d, committed %d → %d",
 			before.V2.NoBaseline, after.V2.NoBaseline, before.FramesCommitted, after.FramesCommitted)
 	}
@@ -211,9 +213,13 @@ func TestSeedMissingBaseline(t *testing.T) {
 		t.Fatalf("the refused frame was kept: newest %d", s.kept.Newest().ID)
 	}
 	lim := codec.ControlLimits{}.WithDefaults()
-	m, _, err := codec.ParseControl(lone.Feedback(nil), &lim)
+	fb := lone.Feedback(nil)
+	m, n, err := codec.ParseControl(fb, &lim)
 	if k, ok := m.(codec.Keyframes); err != nil || !ok || len(k.Islands) != 1 || k.Islands[0] != seedA {
 		t.Fatalf("the receiver's feedback after refusing: %#v %v, want Keyframes [A] first", m, err)
+	}
+	if n != len(fb) {
+		t.Fatal("the datagram of 43, which restored nothing, was confirmed")
 	}
 
 	// The first observer asks the same: 44 goes whole, and once confirmed
@@ -266,5 +272,124 @@ func TestSeedWindowKeepsAnchor(t *testing.T) {
 	}
 	if st := r.rx.Stats(); st.V2.NoBaseline != 0 || st.V2.Refused != 0 {
 		t.Fatalf("v2 stats %+v", st.V2)
+	}
+}
+
+// TestForgedBaselineNeverCommits: a receiver whose baseline differs from
+// the authority's — here forged in place: A's and B's frames of 42 moved —
+// restores 43 (a delta of A and a run of B, both against 42) to something
+// the authority never sampled. The datagram's sum tells: neither frame
+// commits, neither is kept, the datagram is not confirmed, and both
+// islands are asked for whole. The same holds for a datagram whose
+// residual was rewritten and its byte check recomputed.
+func TestForgedBaselineNeverCommits(t *testing.T) {
+	for _, forge := range []string{"baseline", "residual"} {
+		t.Run(forge, func(t *testing.T) {
+			r := newSeedRig(t)
+			for r.seq < 41 {
+				r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedA: 9000, seedB: 11000}))
+			}
+			r.feedBack(r.broadcast(1_000_000, map[uint32]int64{seedA: 10000, seedB: 11000})) // 42
+			rx := r.rx
+			// The broadcast of 43 goes to a copy of the receiver, as it was
+			// at 42, so that the one the rig drives stays honest.
+			r.rx = rx.Clone()
+			r.broadcast(1_050_000, map[uint32]int64{seedA: 10020, seedB: 11000})
+			r.rx = rx
+			if rec := r.record(43, seedA); rec.Kind != codec.KindDelta || rec.Lag != 1 {
+				t.Fatalf("43: A is %v lag %d", rec.Kind, rec.Lag)
+			}
+			dgs := r.dgs[43]
+			if len(dgs) != 1 {
+				t.Fatalf("43 went in %d datagrams", len(dgs))
+			}
+			dg := append([]byte(nil), dgs[0]...)
+			switch forge {
+			case "baseline":
+				rx.v2[seedA].kept.Find(42).Entries[0].Q.X += 3
+				rx.v2[seedB].kept.Find(42).Entries[0].Q.Y -= 1
+			case "residual":
+				dg[len(dg)-1] ^= 0x02 // the last residual byte
+				dg = resign(dg)
+			}
+			before := rx.Stats()
+			_ = rx.Feedback(nil)
+			rx.Datagram(r.now+50_000, dg)
+			after := rx.Stats()
+			if after.FramesCommitted != before.FramesCommitted {
+				t.Fatalf("a frame restored from a forged %s committed", forge)
+			}
+			if rx.v2[seedA].kept.Find(43) != nil || rx.v2[seedB].kept.Find(43) != nil {
+				t.Fatal("a frame restored from a forged baseline was kept")
+			}
+			if forge == "baseline" && after.V2.Digest != before.V2.Digest+1 {
+				t.Fatalf("sum mismatches %d → %d", before.V2.Digest, after.V2.Digest)
+			}
+			lim := codec.ControlLimits{}.WithDefaults()
+			fb := rx.Feedback(nil)
+			var keys []uint32
+			for len(fb) > 0 {
+				m, n, err := codec.ParseControl(fb, &lim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch m := m.(type) {
+				case codec.Keyframes:
+					keys = m.Islands
+				case codec.Received:
+					t.Fatalf("the forged datagram was confirmed: %+v", m)
+				}
+				fb = fb[n:]
+			}
+			if forge == "baseline" && (len(keys) != 2 || keys[0] != seedA || keys[1] != seedB) {
+				t.Fatalf("keyframes asked for %v, want A and B", keys)
+			}
+		})
+	}
+}
+
+// TestRefusedDatagramNotConfirmed: a datagram any of whose frames the
+// validator refuses is not confirmed. On a path that can forge datagrams,
+// one may borrow the number of a datagram that was lost (here: 43, never
+// delivered) and carry a frame of another sender; confirming it would have
+// the authority take the lost datagram's frames for held, and code against
+// baselines the observer never had.
+func TestRefusedDatagramNotConfirmed(t *testing.T) {
+	r := newSeedRig(t)
+	for r.seq < 42 {
+		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedA: 9000 + int64(r.seq)}))
+	}
+	rx := r.rx
+	r.rx = rx.Clone() // 43 goes elsewhere: lost on the way to rx
+	r.broadcast(1_075_000, map[uint32]int64{seedA: 10000})
+	r.rx = rx
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	h, _, err := dec.Decode(r.dgs[43][0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := codec.NewV2Encoder(codec.Config{})
+	enc.Begin(h.Packet, h.Seq, h.Time)
+	spoof := codec.V2Frame{Sender: 999, Key: island.Key{Island: seedA, Epoch: 1, Topology: 1, Config: 1, Seq: h.Seq},
+		Members: []baseline.Entry{{ID: island.MemberID{Stable: 100 + seedA}}}}
+	if err := enc.AddKey(&spoof); err != nil {
+		t.Fatal(err)
+	}
+	_ = rx.Feedback(nil)
+	before := rx.Stats()
+	rx.Datagram(r.now+50_000, enc.Datagrams()[0])
+	if rx.Stats().V2.Refused != before.V2.Refused+1 {
+		t.Fatalf("the spoofed frame was not refused: %+v", rx.Stats().V2)
+	}
+	lim := codec.ControlLimits{}.WithDefaults()
+	for fb := rx.Feedback(nil); len(fb) > 0; {
+		m, n, err := codec.ParseControl(fb, &lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc, ok := m.(codec.Received); ok {
+			t.Fatalf("the datagram with a refused frame was confirmed: %+v", rc)
+		}
+		fb = fb[n:]
 	}
 }

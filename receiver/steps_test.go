@@ -51,7 +51,7 @@ func (l *loop) replayStep(s authStep, obs broadcast.ObserverID) {
 }
 
 // TestBroadcasterCloneGoesOnAlike: a broadcaster and receiver cloned in
-// the middle of a wire-2 run (baselines acknowledged, windows advancing)
+// the middle of a wire-3 run (datagrams confirmed, the window moving)
 // send and commit exactly what a pair that was never cloned does, while
 // the originals are driven apart — keyframes asked for every island.
 func TestBroadcasterCloneGoesOnAlike(t *testing.T) {

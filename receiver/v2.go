@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/islandsync/islandsync/assembler"
@@ -40,7 +41,8 @@ type V2Stats struct {
 	Keyframes     uint64 // key records
 	Stored        uint64 // frames kept as baselines
 	NoBaseline    uint64 // records naming a baseline not held (a keyframe is asked for)
-	Digest        uint64 // whole records whose restored frame failed the digest
+	Digest        uint64 // datagrams whose whole frames, as restored, did not match the datagram's sum (keyframes asked for)
+	Unverified    uint64 // datagrams with a whole frame that could not be restored: none of their whole frames commits
 	Refused       uint64 // frames restored whole but refused by validation, or fragments refused by reassembly (a keyframe is asked for)
 	Unknown       uint64 // records of islands without a manifest
 	Rebuilt       uint64 // data fragments rebuilt from parity
@@ -68,11 +70,15 @@ func (r *Receiver) requestKey(id uint32) {
 }
 
 // datagramV2 expands every record of a wire-3 datagram to its members and
-// commits them: a whole frame straight to validation and commit, a fragment
-// through reassembly first, as in version 1. A validated frame becomes a
-// baseline of its island. Once every record was handled the datagram is
-// confirmed (Feedback's Received): every frame it carried is then held, or
-// its island is in the Keyframes request that goes out first.
+// commits them: the whole frames together, once the datagram's sum proves
+// each was restored from the very baseline and bytes the authority coded
+// it from; a fragment through reassembly first, as in version 1, checked
+// by its frame digest. A validated frame becomes a baseline of its island.
+// Once every record was handled, the sum held and no frame was refused, the
+// datagram is confirmed (Feedback's Received): every frame it carried is
+// then held. A datagram
+// whose whole frames cannot all be restored (a baseline not held) or do
+// not match its sum commits none of them and is not confirmed.
 func (r *Receiver) datagramV2(now int64, b []byte) {
 	h, recs, err := r.dec2.Decode(b)
 	if err != nil {
@@ -83,6 +89,8 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 		r.seenSeq, r.newestSeq = true, h.Seq
 		r.pruneSome()
 	}
+	r.whole, r.wents, r.wholeBad, r.dgRefused = r.whole[:0], r.wents[:0], false, false
+	r.wsum.Reset()
 	for i := range recs {
 		rec := &recs[i]
 		switch rec.Kind {
@@ -101,8 +109,68 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 			r.parityRecord(now, h, rec)
 		}
 	}
+	switch {
+	case r.wholeBad:
+		// Some whole frame could not be restored (and asked for its
+		// keyframe): the sum cannot be checked, so none commits.
+		r.stats.V2.Unverified++
+		return
+	case uint32(r.wsum.Sum64()) != h.Sum:
+		r.stats.V2.Digest++
+		for i := range r.whole {
+			r.requestKey(r.whole[i].info.Key.Island)
+		}
+		return
+	}
+	for i := range r.whole {
+		w := &r.whole[i]
+		ents := r.wents[w.off : w.off+w.n]
+		hdr := codec.FragmentHeader{Sender: w.info.Sender, Key: w.info.Key, Time: w.info.Time, Segment: w.info.Segment,
+			Flags: w.flags, TotalMembers: uint32(w.n), Count: 1, MemberCount: uint16(w.n)}
+		ok := r.commitRestored(now, &hdr, ents, w.info.Class.Precision())
+		if ok && w.s != nil {
+			r.keepBaselineCopy(w.s, w.info, ents)
+			continue
+		}
+		r.refuse()
+		r.requestKey(w.info.Key.Island)
+	}
+	if r.dgRefused {
+		return
+	}
 	r.arrivals.Arrived(h.Packet)
 	r.arrivalsNew = true
+}
+
+// refuse counts a frame refused by validation or reassembly: its datagram
+// is then not confirmed at all. The island is asked for whole besides, but
+// a datagram that had a frame refused may not be the authority's — on a
+// path where datagrams can be forged, one that borrowed the number of a
+// datagram that was lost — and confirming it would have the authority take
+// that lost datagram's frames for held.
+func (r *Receiver) refuse() {
+	r.stats.V2.Refused++
+	r.dgRefused = true
+}
+
+// wholeFrame is a whole frame of the datagram being received, restored and
+// waiting for the datagram's sum: its members are wents[off : off+n].
+type wholeFrame struct {
+	s      *v2Island
+	info   baseline.FrameInfo
+	flags  island.Flags
+	off, n int
+}
+
+// stageWhole keeps a restored whole frame for the datagram's commit and
+// adds its sum to the datagram's.
+func (r *Receiver) stageWhole(s *v2Island, info baseline.FrameInfo, flags island.Flags, ents []baseline.Entry) {
+	off := len(r.wents)
+	r.wents = append(r.wents, ents...)
+	r.whole = append(r.whole, wholeFrame{s: s, info: info, flags: flags, off: off, n: len(ents)})
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], codec.FrameSum(info.Sender, info.Key, info.Time, info.Segment, flags, info.Class, ents))
+	_, _ = r.wsum.Write(b[:])
 }
 
 // pruneSome lets go of expired baselines of the next eighth of the known
@@ -129,7 +197,7 @@ func (r *Receiver) v2KeyRecord(now int64, h codec.V2Header, rec *codec.V2Record)
 	r.ents = rec.ExpandKey(r.ents, h.Time)
 	info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
 		Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
-	r.v2Push(now, r.v2island(rec.Island), rec, info, r.ents, false)
+	r.v2Push(now, r.v2island(rec.Island), rec, info, r.ents)
 }
 
 // base looks up island id's state and the baseline a record names,
@@ -162,25 +230,31 @@ func (r *Receiver) v2Run(now int64, h codec.V2Header, rec *codec.V2Record, first
 	}
 	r.stats.V2.Records += uint64(n) - visited
 	r.stats.V2.Unknown += uint64(n) - visited
+	if visited < uint64(n) {
+		r.wholeBad = true // islands this receiver cannot restore: the sum cannot be checked
+	}
 }
 
 func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record, id uint32) {
 	r.stats.V2.Records++
 	s, base := r.base(h, rec, id)
 	if base == nil {
+		r.wholeBad = true
 		return
 	}
 	r.ents = codec.Predict(r.ents, base, h.Time)
 	info := base.Frame
 	info.Key.Seq, info.Time = h.Seq, h.Time
-	whole := codec.V2Record{Kind: codec.KindRun, Class: info.Class, Total: len(r.ents), Fragments: 1, N: len(r.ents)}
-	r.v2Push(now, s, &whole, info, r.ents, true)
+	r.stageWhole(s, info, 0, r.ents)
 }
 
 func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 	r.stats.V2.Records++
 	s, base := r.base(h, rec, rec.Island)
 	if base == nil {
+		if rec.Fragments == 1 {
+			r.wholeBad = true
+		}
 		return
 	}
 	ents, err := rec.ExpandDelta(r.ents, base, h.Time)
@@ -188,47 +262,36 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 	if err != nil {
 		r.stats.Decode.add(err)
 		r.requestKey(rec.Island)
+		if rec.Fragments == 1 {
+			r.wholeBad = true
+		}
 		return
 	}
 	info := base.Frame
 	info.Key.Seq, info.Time = h.Seq, h.Time
-	r.v2Push(now, s, rec, info, ents, false)
+	r.v2Push(now, s, rec, info, ents)
 }
 
-// v2Push commits restored members; a committed frame is kept as a
-// baseline. A whole record needs no assembly: its 32-bit digest is checked
-// here over the float records its integers restore to (a predicted frame
-// needs none: it equals its baseline's motion), and the members go to the
-// validator as they are. A fragment goes to the assembler as a version-1
-// fragment — the float states, exactly — carrying the whole 64-bit digest;
-// its integers, identities and float states are staged until the frame
-// completes (v2Fragment), and the completed frame is validated from them.
-// s is the island's state, nil when the island is not known (the validator
-// then refuses the frame).
-func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, predicted bool) {
+// v2Push takes restored members on. A whole record needs no assembly: it
+// waits, with its datagram's other whole frames, for the datagram's sum
+// (datagramV2), and its members then go to the validator as they are. A
+// fragment goes to the assembler as a version-1 fragment — the float
+// states, exactly — carrying the whole 64-bit digest; its integers,
+// identities and float states are staged until the frame completes
+// (v2Fragment), and the completed frame is validated from them. s is the
+// island's state, nil when the island is not known (the validator then
+// refuses the frame).
+func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry) {
+	r.ents = ents
+	if rec.Fragments == 1 {
+		r.stageWhole(s, info, rec.Flags, ents)
+		return
+	}
 	pr := info.Class.Precision()
 	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
 		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
 		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest}
-	r.ents = ents
-	if rec.Fragments != 1 {
-		r.v2Fragment(now, s, rec, info, ents, &hdr, pr)
-		return
-	}
-	var ok bool
-	if predicted {
-		ok = r.commitRestored(now, &hdr, ents, pr)
-	} else {
-		r.ids, r.states = resize(r.ids, len(ents)), resize(r.states, len(ents))
-		r.raw = codec.AppendRestoredStates(r.raw[:0], r.ids, r.states, ents, pr)
-		if uint64(uint32(codec.Digest(&hdr, r.raw))) != rec.Digest {
-			r.stats.V2.Digest++
-			r.requestKey(info.Key.Island)
-			return
-		}
-		ok = r.commitStates(now, &hdr, r.ids, r.states)
-	}
-	r.baselineOrRefuse(ok, s, info, &r.ents)
+	r.v2Fragment(now, s, rec, info, ents, &hdr, pr)
 }
 
 // baselineOrRefuse keeps a frame that passed validation as a baseline of
@@ -239,7 +302,7 @@ func (r *Receiver) baselineOrRefuse(validated bool, s *v2Island, info baseline.F
 		r.keepBaseline(s, info, ents)
 		return
 	}
-	r.stats.V2.Refused++
+	r.refuse()
 	r.requestKey(info.Key.Island)
 }
 
@@ -276,7 +339,7 @@ func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info 
 	case assembler.Buffered, assembler.Duplicate, assembler.RejectStale: // stale: completed before, or long gone
 		return
 	default: // the frame cannot complete from this part: say so, lest its datagram be taken for it
-		r.stats.V2.Refused++
+		r.refuse()
 		r.requestKey(info.Key.Island)
 		return
 	}
@@ -347,6 +410,18 @@ func (r *Receiver) keepBaseline(s *v2Island, info baseline.FrameInfo, ents *[]ba
 	} else {
 		t.Entries = append(t.Entries, *ents...)
 	}
+	if s.kept.Keep(t, r.newestSeq) {
+		r.stats.V2.Stored++
+	}
+}
+
+// keepBaselineCopy is keepBaseline for members that stay where they are:
+// they are copied into the table (whose recycled storage fits them once
+// warm).
+func (r *Receiver) keepBaselineCopy(s *v2Island, info baseline.FrameInfo, ents []baseline.Entry) {
+	t := s.kept.NewTable()
+	t.ID, t.Frame = info.Key.Seq, info
+	t.Entries = append(t.Entries[:0], ents...)
 	if s.kept.Keep(t, r.newestSeq) {
 		r.stats.V2.Stored++
 	}

@@ -141,9 +141,9 @@ func TestV2Loop(t *testing.T) {
 	if s2.V2.NoBaseline != 0 || s2.V2.Digest != 0 || s2.V2.Refused != 0 {
 		t.Fatalf("v2 stats %+v", s2.V2)
 	}
-	t.Logf("wire 1: %d bytes, %d frames; wire 2: %d bytes, %d frames; %+v", v1.sent, s1.FramesCommitted, v2.sent, s2.FramesCommitted, s2.V2)
+	t.Logf("wire 1: %d bytes, %d frames; wire 3: %d bytes, %d frames; %+v", v1.sent, s1.FramesCommitted, v2.sent, s2.FramesCommitted, s2.V2)
 	if v2.sent*3 > v1.sent {
-		t.Fatalf("wire 2 sent %d bytes, wire 1 %d", v2.sent, v1.sent)
+		t.Fatalf("wire 3 sent %d bytes, wire 1 %d", v2.sent, v1.sent)
 	}
 }
 
@@ -199,7 +199,7 @@ func TestWelcomeRaisesDatagramCap(t *testing.T) {
 	}
 }
 
-// TestV2SteadyStateAllocs: once warm, the wire-2 receive path — the
+// TestV2SteadyStateAllocs: once warm, the wire-3 receive path — the
 // control stream (window advances), decode, expand, reassemble, validate,
 // commit, keep the baseline, render, feed back — and the broadcaster
 // reading that feedback (acknowledgements, window confirmations and the
@@ -359,12 +359,12 @@ func TestV2ParityHostile(t *testing.T) {
 }
 
 // resign recomputes a wire-3 datagram's check: the low 32 bits of xxhash64
-// over bytes 0–20 and 25 to the end.
+// over bytes 0–24 and 29 to the end.
 func resign(dg []byte) []byte {
 	h := xxhash.New()
-	_, _ = h.Write(dg[:21])
-	_, _ = h.Write(dg[25:])
-	binary.LittleEndian.PutUint32(dg[21:], uint32(h.Sum64()))
+	_, _ = h.Write(dg[:25])
+	_, _ = h.Write(dg[29:])
+	binary.LittleEndian.PutUint32(dg[25:], uint32(h.Sum64()))
 	return dg
 }
 
@@ -517,6 +517,7 @@ func TestV2HugeRunIsCheap(t *testing.T) {
 	dg = binary.LittleEndian.AppendUint32(dg, 7)         // packet
 	dg = binary.LittleEndian.AppendUint32(dg, 1_000_000) // a sequence no baseline has
 	dg = binary.LittleEndian.AppendUint64(dg, uint64(l.now))
+	dg = binary.LittleEndian.AppendUint32(dg, 0) // sum: whatever, nothing commits
 	dg = binary.LittleEndian.AppendUint32(dg, 0) // check, set below
 	dg = append(dg, byte(codec.KindRun))         // head: a run, rigid, no flags
 	dg = binary.AppendUvarint(dg, 0)             // first island

@@ -44,6 +44,9 @@ func TestDemoHoldsUnderLoss(t *testing.T) {
 				if tol := 3*s.ServerFloor.P99JointError + 0.03; s.Pipeline.P99JointError > tol {
 					t.Errorf("%s: pipeline p99 joint error %.4f m > %.4f m (floor %.4f m)", s.Name, s.Pipeline.P99JointError, tol, s.ServerFloor.P99JointError)
 				}
+				if s.Name == "chain" && s.MaxFragmentsFrame < 2 {
+					t.Errorf("chain: frames reported in %d fragments at most, want its several", s.MaxFragmentsFrame)
+				}
 				if s.MaxFragmentsFrame > 1 && s.Pipeline.MaxJointError > s.Naive.MaxJointError {
 					t.Errorf("%s: pipeline max error %.4f above naive %.4f", s.Name, s.Pipeline.MaxJointError, s.Naive.MaxJointError)
 				}

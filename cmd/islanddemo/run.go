@@ -44,7 +44,7 @@ type measure struct {
 	nv                  *naive    // nil when there is no naive receiver (QUIC)
 	perFragment         int
 	wire                int
-	dec2                *codec.V2Decoder // reads the fragment counts of wire-2 datagrams sent
+	dec2                *codec.V2Decoder // reads the fragment counts of wire-3 datagrams sent
 	poses               map[island.MemberID][3]float64
 	floor               []float64 // joint error of every sampled frame's joints
 	floorTick           float64   // max joint error of the frames sampled at the last broadcast
@@ -116,10 +116,10 @@ func (m *measure) jointErrors(f *island.Frame) []float64 {
 	return out
 }
 
-// sent records how many fragments the frames of a wire-2 datagram needed
+// sent records how many fragments the frames of a wire-3 datagram needed
 // (wire 1 derives it from the frame sizes).
 func (m *measure) sent(dg []byte) {
-	if m.wire != 2 {
+	if m.wire != 3 {
 		return
 	}
 	if _, recs, err := m.dec2.Decode(dg); err == nil {
