@@ -681,7 +681,8 @@ func FuzzDecodeV2(f *testing.F) {
 	dec, _ := NewV2Decoder(Config{MaxDatagram: MaxMaxDatagram})
 	base := &baseline.Table{}
 	var dst []baseline.Entry
-	baseOf := func(n int) *baseline.Table {
+	baseOf := func(n int, class quant.Class) *baseline.Table {
+		base.Frame.Class = class
 		base.Entries = base.Entries[:0]
 		for i := 0; i < n; i++ {
 			base.Entries = append(base.Entries, baseline.Entry{ID: island.MemberID{Stable: uint64(i)}})
@@ -695,7 +696,7 @@ func FuzzDecodeV2(f *testing.F) {
 				t.Fatalf("standalone %+v", r)
 			}
 			if r.Kind == KindDelta {
-				if dst, err = r.ExpandDelta(dst, baseOf(r.Total), 0); err != nil || len(dst) != r.N {
+				if dst, err = r.ExpandDelta(dst, baseOf(r.Total, r.Class), 0); err != nil || len(dst) != r.N {
 					t.Fatalf("standalone delta expanded %d of %d: %v", len(dst), r.N, err)
 				}
 			}
@@ -727,7 +728,7 @@ func FuzzDecodeV2(f *testing.F) {
 					t.Fatalf("%d members expanded of %d", len(dst), r.N)
 				}
 			case KindDelta:
-				if dst, err = r.ExpandDelta(dst, baseOf(r.Total), h.Time); err != nil || len(dst) != r.N {
+				if dst, err = r.ExpandDelta(dst, baseOf(r.Total, r.Class), h.Time); err != nil || len(dst) != r.N {
 					t.Fatalf("delta expanded %d of %d: %v", len(dst), r.N, err)
 				}
 			}
@@ -1304,4 +1305,30 @@ func TestV2DecoderParseStandalone(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("ParseStandalone", &alone, t1)
+}
+
+// TestV2ClassMustMatchBaseline: a delta whose class bits differ from its
+// baseline's class is malformed — the residuals would be read at another
+// precision than they were coded at.
+func TestV2ClassMustMatchBaseline(t *testing.T) {
+	w := newV2World(t, Config{})
+	f := v2Frame(7, 3, 102, quant.Rigid, 1)
+	base := frameTable(&f, 1_500_000)
+	base.ID = 100
+	f.Members[1].Q.X += 20
+	w.enc.Begin(42, 102, 1_600_000)
+	if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, err := w.dec.Decode(w.enc.Datagrams()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recs[0].ExpandDelta(nil, base, 1_600_000); err != nil {
+		t.Fatalf("matching class: %v", err)
+	}
+	base.Frame.Class = quant.Loose
+	if _, err := recs[0].ExpandDelta(nil, base, 1_600_000); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("class rigid against a loose baseline: %v", err)
+	}
 }

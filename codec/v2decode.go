@@ -480,6 +480,9 @@ func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t isl
 	if len(base.Entries) != r.Total {
 		return dst[:0], fail(ErrMalformed, -1, "delta member count")
 	}
+	if r.Class != base.Frame.Class {
+		return dst[:0], fail(ErrMalformed, -1, "delta class differs from its baseline's")
+	}
 	ps, as := shifts(base.Frame.Class.Precision())
 	dt := int64(t - base.Frame.Time)
 	one := [1]byte{1}

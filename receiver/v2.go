@@ -242,6 +242,12 @@ func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record,
 		r.wholeBad = true
 		return
 	}
+	if rec.Class != base.Frame.Class { // a run's class bits must be its baselines'
+		r.stats.Decode.add(codec.ErrMalformed)
+		r.requestKey(id)
+		r.wholeBad = true
+		return
+	}
 	r.ents = codec.Predict(r.ents, base, h.Time)
 	info := base.Frame
 	info.Key.Seq, info.Time = h.Seq, h.Time
