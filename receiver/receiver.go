@@ -19,7 +19,7 @@ import (
 // Config sets every stage's caps. The zero value means every default.
 type Config struct {
 	Codec     codec.Config        // datagram and frame caps
-	Control   codec.ControlLimits // control message caps: ControlBytes reads under them (and callers that parse with ParseControl should)
+	Control   codec.ControlLimits // control message caps: ControlBytes reads under them (and callers that parse with ParseControl should); a zero MaxMembers is Codec's, so that a manifest may name every member a frame may carry
 	Assembler assembler.Config    // reassembly TTL and caps
 	Validator validator.Config    // lease and manifest table caps
 	Store     store.Config        // history, extrapolation cap, smoothing
@@ -135,6 +135,9 @@ type Receiver struct {
 
 // New returns a receiver with cfg's caps, waiting for the authority's Welcome.
 func New(cfg Config) (*Receiver, error) {
+	if cfg.Control.MaxMembers <= 0 {
+		cfg.Control.MaxMembers = cfg.Codec.MaxMembers // one member cap for frames and manifests
+	}
 	cfg.Control = cfg.Control.WithDefaults()
 	dec, err := codec.NewDecoder(cfg.Codec)
 	if err != nil {

@@ -268,3 +268,27 @@ func TestControlBytes(t *testing.T) {
 		t.Fatalf("%d forgets applied", got)
 	}
 }
+
+// TestMemberCapIsOne: the member cap set for frames is the cap of
+// manifests too — a receiver built for 8192-member frames takes a
+// 5,000-member Manifest, from Control and from ControlBytes alike.
+func TestMemberCapIsOne(t *testing.T) {
+	rx, err := New(Config{Codec: codec.Config{MaxMembers: 8192}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := make([]island.MemberID, 5000)
+	for i := range members {
+		members[i] = island.MemberID{Stable: uint64(1000 + i)}
+	}
+	b := welcome.Append(nil)
+	b = codec.Announce{IDs: members}.Append(b)
+	b = codec.Lease{Island: 3, Epoch: 1, Owner: 1}.Append(b)
+	b = codec.Manifest{Island: 3, Topology: 1, Config: 1, Members: members}.Append(b)
+	if n, err := rx.ControlBytes(0, b); err != nil || n != len(b) {
+		t.Fatalf("applied %d of %d bytes: %v", n, len(b), err)
+	}
+	if _, ok := rx.val.Manifest(3); !ok {
+		t.Fatal("the 5,000-member manifest was not applied")
+	}
+}
