@@ -4,8 +4,10 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 )
 
 // A one-member frame fits in one datagram: the 6-byte datagram header, a
@@ -79,4 +81,36 @@ func ExampleControlDecoder() {
 	// lease island 7 epoch 2 owner s3
 	// received newest 120 prior 3
 	// keyframes islands [7 9]
+}
+
+// The default wire (version 3) by hand: a keyframe of a one-body island,
+// then — once the observer holds it — the next frame as a delta against
+// it. The decoder parses each datagram whole; ExpandKey restores a key,
+// ExpandDelta restores a delta from the baseline the record names.
+func ExampleV2Encoder() {
+	enc, _ := codec.NewV2Encoder(codec.Config{})
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	body := island.MemberID{Stable: 5}
+	frame := func(seq uint32, x int64) codec.V2Frame {
+		return codec.V2Frame{Sender: 1, Key: island.Key{Island: 3, Epoch: 1, Topology: 1, Config: 1, Seq: seq}, Class: quant.Rigid,
+			Members: []baseline.Entry{{ID: body, Record: baseline.Record{Q: quant.State{X: x}}}}}
+	}
+	key := frame(10, 1000) // x = 1000/512 m, at rest
+	enc.Begin(0, 10, 500_000)
+	_ = enc.AddKey(&key)
+	h, recs, _ := dec.Decode(enc.Datagrams()[0])
+	held := &baseline.Table{ID: h.Seq, Entries: recs[0].ExpandKey(nil, h.Time),
+		Frame: baseline.FrameInfo{Sender: 1, Key: key.Key, Time: h.Time, Class: quant.Rigid}}
+	fmt.Println("key:", len(enc.Datagrams()[0]), "bytes, x", held.Entries[0].Q.X)
+
+	next := frame(11, 1040) // moved 40/512 m
+	enc.Begin(1, 11, 550_000)
+	_ = enc.AddDelta(&next, &codec.V2Ref{Base: held})
+	dg := enc.Datagrams()[0]
+	h, recs, _ = dec.Decode(dg)
+	ents, _ := recs[0].ExpandDelta(nil, held, h.Time)
+	fmt.Println("delta:", len(dg), "bytes, lag", recs[0].Lag, "x", ents[0].Q.X)
+	// Output:
+	// key: 46 bytes, x 1000
+	// delta: 37 bytes, lag 1 x 1040
 }

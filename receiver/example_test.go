@@ -18,7 +18,7 @@ func Example() {
 	bc, _ := broadcast.New(broadcast.Config{SendPeriod: auth.Period()})
 	_ = bc.Join(1, 0)
 	_ = bc.Subscribe(1, codec.Subscribe{All: true})
-	var ctl []byte
+	var ctl, fb []byte
 	var dgs []broadcast.Datagram
 
 	// The engine side.
@@ -42,6 +42,13 @@ func Example() {
 			for _, p := range v.Poses {
 				pose[p.ID.Stable] = [2]float64{p.State.X, p.State.Y}
 			}
+		}
+		// Back on the control stream (every 50–100 ms will do): keyframe
+		// requests and the datagrams that arrived, which let the
+		// authority send deltas.
+		fb = rx.Feedback(fb[:0])
+		if _, err := bc.FeedbackBytes(1, fb); err != nil {
+			panic(err)
 		}
 	}
 	st := rx.Stats()
