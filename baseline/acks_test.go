@@ -149,7 +149,8 @@ func TestUsable(t *testing.T) {
 
 // TestKept: the window keeps the frames of the last Window broadcasts and
 // the newest whatever its age, ignores a duplicate, recycles what it lets
-// go, and never holds more than Window+1 tables.
+// go, keeps an anchor a newer frame superseded for Slack broadcasts more,
+// and never holds more than MaxKept tables.
 func TestKept(t *testing.T) {
 	var k Kept
 	for id := uint32(1); id <= 40; id++ {
@@ -175,6 +176,22 @@ func TestKept(t *testing.T) {
 	}
 	if k.NewTable() == nil || len(k.spare) > maxSpare {
 		t.Fatal("spare")
+	}
+	// An anchor the authority may have coded against just before a newer
+	// frame: kept while that frame is less than Slack broadcasts old.
+	var a Kept
+	a.Keep(&Table{ID: 1}, 1)
+	a.Keep(&Table{ID: 40}, 40)
+	if a.Find(1) == nil {
+		t.Fatal("the anchor 1 was let go the moment 40 superseded it")
+	}
+	a.Prune(40 + Slack - 1)
+	if a.Find(1) == nil {
+		t.Fatal("the anchor 1 was let go within Slack of 40")
+	}
+	a.Prune(40 + Slack)
+	if a.Find(1) != nil || a.Len() != 1 {
+		t.Fatalf("the anchor 1 outlived Slack: %d tables", a.Len())
 	}
 	c := k.Clone()
 	c.Newest().ID = 999

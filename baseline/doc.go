@@ -25,14 +25,15 @@
 //
 // Both ends keep to one rule, with no control message at all: an observer
 // keeps an island's frames of the last Window (32) broadcasts, counted from
-// the newest broadcast it has seen, and always the island's newest frame
-// (the anchor) whatever its age (Kept). The authority codes a delta of
+// the newest broadcast it has seen, always the island's newest frame (the
+// anchor) whatever its age, and an anchor a newer frame superseded for Slack
+// broadcasts more (Kept). The authority codes a delta of
 // broadcast c against a confirmed frame of broadcast s only when
 // c − s < Window − Slack (24), or when s is the newest frame of the island
 // it sent the observer at all (Usable) — so a datagram up to Slack (8)
 // broadcasts late still finds its baseline, and an island at rest for
 // minutes still costs a run record against its anchor. Anything else goes
-// whole. An observer therefore holds at most Window+1 frames per island.
+// whole. An observer therefore holds at most MaxKept (34) frames per island.
 //
 // Everything here is a pure state machine: no clock, no goroutine, no I/O,
 // not safe for concurrent use.

@@ -14,7 +14,7 @@ import (
 // delayed or lost, keyframe requests, pruning. It checks the property the
 // wire rests on: a delta the authority codes against a baseline finds that
 // baseline at the observer whenever its datagram arrives no more than
-// Slack broadcasts late; and no island ever holds more than Window+1
+// Slack broadcasts late; and no island ever holds more than MaxKept
 // tables.
 func FuzzAcks(f *testing.F) {
 	f.Add([]byte{0, 0xff, 1, 0, 3, 4, 0, 0xff, 1, 0, 1, 0, 3, 4})
@@ -123,7 +123,7 @@ func FuzzAcks(f *testing.F) {
 						delete(parts, key)
 						k.Keep(tbl(r.seq), newest)
 					}
-					if k.Len() > Window+1 {
+					if k.Len() > MaxKept {
 						t.Fatalf("island %d holds %d tables", r.island, k.Len())
 					}
 				}

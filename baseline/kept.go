@@ -22,8 +22,12 @@ const (
 	Slack = 8
 )
 
+// MaxKept is the most tables a Kept holds: the frames of Window broadcasts,
+// an anchor they superseded, and the newest.
+const MaxKept = Window + 2
+
 // Kept is one island's decode baselines at an observer: the tables of the
-// frames it committed, ascending by sequence, at most Window+1 of them. The
+// frames it committed, ascending by sequence, at most MaxKept of them. The
 // zero value holds nothing. Not safe for concurrent use.
 type Kept struct {
 	tables []*Table
@@ -92,9 +96,10 @@ func (k *Kept) Keep(t *Table, newest uint32) bool {
 	copy(k.tables[i+1:], k.tables[i:])
 	k.tables[i] = t
 	k.Prune(newest)
-	// Frames of more than Window broadcasts ahead of newest (a reordered
-	// stream) are kept too; the cap keeps the table bounded regardless.
-	for len(k.tables) > Window+1 {
+	// The rule keeps at most Window frames of the window, the anchor it
+	// superseded and the newest; the cap keeps the table bounded whatever
+	// sequences arrive.
+	for len(k.tables) > MaxKept {
 		k.recycle(k.tables[0])
 		n := copy(k.tables, k.tables[1:])
 		k.tables[n] = nil
@@ -103,23 +108,35 @@ func (k *Kept) Keep(t *Table, newest uint32) bool {
 	return slices.Contains(k.tables, t)
 }
 
-// Prune lets go of every table but the newest that the window no longer
-// keeps when newest is the newest broadcast the observer has seen. Keep
-// prunes an island as it keeps a frame of it; a receiver prunes the
-// islands that are not sent (bodies at rest, islands out of interest) now
-// and then, so that their old frames do not linger.
+// Prune lets go of every table the window no longer keeps when newest is
+// the newest broadcast the observer has seen: a table of a broadcast at
+// least Window before it — but never the newest table, nor one whose next
+// newer table is less than Slack broadcasts old (the authority may have
+// coded a delta against it as its anchor just before sending that newer
+// frame, and the delta may arrive after it). Keep prunes an island as it
+// keeps a frame of it; a receiver prunes the islands that are not sent
+// (bodies at rest, islands out of interest) now and then, so that their
+// old frames do not linger.
 func (k *Kept) Prune(newest uint32) {
-	last := len(k.tables) - 1
-	kept := k.tables[:0]
-	for j, u := range k.tables {
-		if j == last || !expired(u.ID, newest) {
-			kept = append(kept, u)
-		} else {
-			k.recycle(u)
-		}
+	// Tables are in sequence order, so those to let go are a prefix.
+	n := 0
+	for n < len(k.tables)-1 && expired(k.tables[n].ID, newest) && superseded(k.tables[n+1].ID, newest) {
+		k.recycle(k.tables[n])
+		n++
 	}
-	clear(k.tables[len(kept):])
-	k.tables = kept
+	if n == 0 {
+		return
+	}
+	m := copy(k.tables, k.tables[n:])
+	clear(k.tables[m:])
+	k.tables = k.tables[:m]
+}
+
+// superseded reports whether a table whose next newer table is of
+// broadcast next no longer serves as an anchor: next is at least Slack
+// broadcasts before newest.
+func superseded(next, newest uint32) bool {
+	return !island.SeqNewer(next, newest) && newest-next >= Slack
 }
 
 // expired reports whether a frame of broadcast s is out of the window when

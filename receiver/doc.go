@@ -34,8 +34,9 @@
 //   - Lease changes reach the store, which reports hand-off latency.
 //   - Wire 3: each island keeps its own decode baselines, apart from the
 //     display history: its frames of the last 32 broadcasts and always its
-//     newest (package baseline; old ones of islands not sent are let go
-//     within 8 broadcasts). A delta or run naming a baseline not held, or a
+//     newest, and a newest just superseded for 8 broadcasts more (package
+//     baseline; old ones of islands not sent are let go within 8
+//     broadcasts). A delta or run naming a baseline not held, or a
 //     frame that validation refuses, is refused whole and a keyframe asked
 //     for; every frame that passes validation becomes a baseline, whether
 //     or not the history still wanted it. The frames that came whole in one
