@@ -171,97 +171,6 @@ func TypeOf(m Message) MessageType {
 	return 0
 }
 
-// Welcome is the first message the authority sends on a connection.
-type Welcome struct {
-	Version uint8 // control protocol version; ControlVersion
-	// Timeline names the authority's simulation clock. It changes when the
-	// authority restarts; authority times of different timelines are unrelated.
-	Timeline uint64
-	// SendPeriod is the broadcast period in microseconds; at least 1.
-	SendPeriod uint32
-	// MaxDatagram is the datagram cap the authority encodes this observer's
-	// frames for, in bytes; MinMaxDatagram … MaxMaxDatagram.
-	MaxDatagram uint16
-}
-
-// Announce says that identities come into existence at authority time Time.
-type Announce struct {
-	Time island.Time // authority µs the identities take effect
-	IDs  []island.MemberID
-}
-
-// Destroy says that identities (these generations) are retired at authority
-// time Time; receivers tombstone them so late records never revive them.
-type Destroy struct {
-	Time island.Time
-	IDs  []island.MemberID
-}
-
-// Lease is an island's current authority: owner and epoch.
-type Lease island.Lease
-
-// Manifest is an island's current member list under one topology generation
-// and config revision. Members are in manifest order.
-type Manifest island.Manifest
-
-// Forget says an island id no longer exists (it merged or emptied).
-type Forget struct{ Island uint32 }
-
-// Cut says an island's continuity segment Segment starts at authority time
-// Time (a teleport, a respawn): receivers never extrapolate the older
-// segment past Time, and show nothing rather than the old pose until a
-// frame of the new segment is held.
-type Cut struct {
-	Island  uint32
-	Segment uint32
-	Time    island.Time
-}
-
-// Received confirms datagrams (wire 3): datagram Newest, and datagram
-// Newest−1−i for every set bit i of Prior, arrived and were processed —
-// every frame they carried is held as a baseline, unless its island is in
-// a Keyframes sent before. Its size is the same whatever the world's.
-type Received struct {
-	Newest uint32 // datagram number (serial arithmetic)
-	Prior  uint64
-}
-
-// Keyframes asks for keyframes of the islands listed (ascending): the
-// observer lacks a baseline a delta named, or a frame of the island failed;
-// it takes no frame of them sent before this request arrives as held.
-type Keyframes struct{ Islands []uint32 }
-
-// Hello is the first message of an observer that presents a connect token
-// (package token): a server that requires tokens reads it before anything
-// else, and gives the observer a slot only when the token verifies. Token
-// holds the token's bytes, 1 … MaxHelloToken of them; the codec does not
-// look inside.
-type Hello struct{ Token []byte }
-
-// MaxHelloToken caps a Hello's token: it is read before the observer holds
-// anything, so what it can make the server buffer is small.
-const MaxHelloToken = 8 << 10
-
-// Subscribe tells the authority which islands an observer wants. All means
-// every island; otherwise Islands lists them in strictly ascending order (an
-// empty list subscribes to nothing).
-type Subscribe struct {
-	All     bool
-	Islands []uint32
-}
-
-func (Welcome) Type() MessageType   { return TypeWelcome }
-func (Announce) Type() MessageType  { return TypeAnnounce }
-func (Destroy) Type() MessageType   { return TypeDestroy }
-func (Lease) Type() MessageType     { return TypeLease }
-func (Manifest) Type() MessageType  { return TypeManifest }
-func (Forget) Type() MessageType    { return TypeForget }
-func (Cut) Type() MessageType       { return TypeCut }
-func (Subscribe) Type() MessageType { return TypeSubscribe }
-func (Received) Type() MessageType  { return TypeReceived }
-func (Keyframes) Type() MessageType { return TypeKeyframes }
-func (Hello) Type() MessageType     { return TypeHello }
-
 // Body sizes of the fixed parts.
 const (
 	welcomeBody   = 1 + 8 + 4 + 2
@@ -273,18 +182,6 @@ const (
 	subscribeHead = 1 + 4
 	receivedBody  = 4 + 8
 )
-
-func (Welcome) Size() int     { return ControlHeaderSize + welcomeBody }
-func (m Announce) Size() int  { return ControlHeaderSize + idListHead + idSize*len(m.IDs) }
-func (m Destroy) Size() int   { return ControlHeaderSize + idListHead + idSize*len(m.IDs) }
-func (Lease) Size() int       { return ControlHeaderSize + leaseBody }
-func (m Manifest) Size() int  { return ControlHeaderSize + manifestHead + idSize*len(m.Members) }
-func (Forget) Size() int      { return ControlHeaderSize + forgetBody }
-func (Cut) Size() int         { return ControlHeaderSize + cutBody }
-func (m Subscribe) Size() int { return ControlHeaderSize + subscribeHead + 4*len(m.Islands) }
-func (Received) Size() int    { return ControlHeaderSize + receivedBody }
-func (m Keyframes) Size() int { return ControlHeaderSize + 4 + 4*len(m.Islands) }
-func (m Hello) Size() int     { return ControlHeaderSize + 2 + len(m.Token) }
 
 // appendEnvelope writes the length and type of a message of size bytes
 // (envelope included). It takes no Message interface, so appending a
@@ -302,86 +199,11 @@ func appendIDs(b []byte, ids []island.MemberID) []byte {
 	return b
 }
 
-func (m Welcome) Append(b []byte) []byte {
-	b = appendEnvelope(b, m.Type(), m.Size())
-	b = append(b, m.Version)
-	b = binary.LittleEndian.AppendUint64(b, m.Timeline)
-	b = binary.LittleEndian.AppendUint32(b, m.SendPeriod)
-	return binary.LittleEndian.AppendUint16(b, m.MaxDatagram)
-}
-
-func appendIDList(b []byte, typ MessageType, t island.Time, ids []island.MemberID) []byte {
-	b = appendEnvelope(b, typ, ControlHeaderSize+idListHead+idSize*len(ids))
-	b = binary.LittleEndian.AppendUint64(b, uint64(t))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(ids)))
-	return appendIDs(b, ids)
-}
-
-func (m Announce) Append(b []byte) []byte { return appendIDList(b, TypeAnnounce, m.Time, m.IDs) }
-func (m Destroy) Append(b []byte) []byte  { return appendIDList(b, TypeDestroy, m.Time, m.IDs) }
-
-func (m Lease) Append(b []byte) []byte {
-	b = appendEnvelope(b, m.Type(), m.Size())
-	b = binary.LittleEndian.AppendUint32(b, m.Island)
-	b = binary.LittleEndian.AppendUint32(b, m.Epoch)
-	return binary.LittleEndian.AppendUint32(b, uint32(m.Owner))
-}
-
-func (m Manifest) Append(b []byte) []byte {
-	b = appendEnvelope(b, m.Type(), m.Size())
-	b = binary.LittleEndian.AppendUint32(b, m.Island)
-	b = binary.LittleEndian.AppendUint32(b, m.Topology)
-	b = binary.LittleEndian.AppendUint32(b, m.Config)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Members)))
-	return appendIDs(b, m.Members)
-}
-
-func (m Forget) Append(b []byte) []byte {
-	return binary.LittleEndian.AppendUint32(appendEnvelope(b, m.Type(), m.Size()), m.Island)
-}
-
-func (m Cut) Append(b []byte) []byte {
-	b = appendEnvelope(b, m.Type(), m.Size())
-	b = binary.LittleEndian.AppendUint32(b, m.Island)
-	b = binary.LittleEndian.AppendUint32(b, m.Segment)
-	return binary.LittleEndian.AppendUint64(b, uint64(m.Time))
-}
-
-// Append writes the Hello; a token longer than MaxHelloToken is the
-// caller's mistake and is written anyway (the parser refuses it).
-func (m Hello) Append(b []byte) []byte {
-	b = appendEnvelope(b, m.Type(), m.Size())
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(m.Token)))
-	return append(b, m.Token...)
-}
-
-func (m Subscribe) Append(b []byte) []byte {
-	b = appendEnvelope(b, m.Type(), m.Size())
-	mode := byte(1)
-	if m.All {
-		mode = 0
-	}
-	b = append(b, mode)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Islands)))
-	for _, id := range m.Islands {
-		b = binary.LittleEndian.AppendUint32(b, id)
-	}
-	return b
-}
-
 func appendU32s(b []byte, vs ...uint32) []byte {
 	for _, v := range vs {
 		b = binary.LittleEndian.AppendUint32(b, v)
 	}
 	return b
-}
-
-func (m Received) Append(b []byte) []byte {
-	return binary.LittleEndian.AppendUint64(appendU32s(appendEnvelope(b, m.Type(), m.Size()), m.Newest), m.Prior)
-}
-
-func (m Keyframes) Append(b []byte) []byte {
-	return appendU32s(appendU32s(appendEnvelope(b, m.Type(), m.Size()), uint32(len(m.Islands))), m.Islands...)
 }
 
 // ControlLength reads the envelope at the start of b and returns the whole
@@ -628,127 +450,6 @@ func (p *ctlParser) ids(n int) []island.MemberID {
 	return ids
 }
 
-func (p *ctlParser) welcome() (Welcome, error) {
-	var w Welcome
-	if err := p.need(welcomeBody, "welcome"); err != nil {
-		return w, err
-	}
-	at := p.off
-	w.Version, w.Timeline, w.SendPeriod, w.MaxDatagram = p.u8(), p.u64(), p.u32(), p.u16()
-	switch {
-	case w.Version != ControlVersion:
-		return Welcome{}, fail(ErrVersion, at, "welcome version")
-	case w.SendPeriod == 0:
-		return Welcome{}, fail(ErrMalformed, at+9, "welcome send period")
-	case w.MaxDatagram < MinMaxDatagram:
-		return Welcome{}, fail(ErrMalformed, at+13, "welcome max datagram")
-	}
-	return w, nil
-}
-
-func (p *ctlParser) idList(max int) (island.Time, []island.MemberID, error) {
-	if err := p.need(8, "time"); err != nil {
-		return 0, nil, err
-	}
-	t := island.Time(p.u64())
-	at := p.off
-	n, err := p.count(idSize, max, "identity count")
-	if err != nil {
-		return 0, nil, err
-	}
-	if n == 0 {
-		return 0, nil, fail(ErrMalformed, at, "identity count")
-	}
-	return t, p.ids(n), nil
-}
-
-func (p *ctlParser) lease() (Lease, error) {
-	if err := p.need(leaseBody, "lease"); err != nil {
-		return Lease{}, err
-	}
-	return Lease{Island: p.u32(), Epoch: p.u32(), Owner: island.SenderID(p.u32())}, nil
-}
-
-func (p *ctlParser) manifest(max int) (Manifest, error) {
-	if err := p.need(12, "manifest"); err != nil {
-		return Manifest{}, err
-	}
-	m := Manifest{Island: p.u32(), Topology: p.u32(), Config: p.u32()}
-	at := p.off
-	n, err := p.count(idSize, max, "member count")
-	if err != nil {
-		return Manifest{}, err
-	}
-	if n == 0 {
-		return Manifest{}, fail(ErrMalformed, at, "member count")
-	}
-	m.Members = p.ids(n)
-	return m, nil
-}
-
-func (p *ctlParser) forget() (Forget, error) {
-	if err := p.need(forgetBody, "forget"); err != nil {
-		return Forget{}, err
-	}
-	return Forget{Island: p.u32()}, nil
-}
-
-func (p *ctlParser) cut() (Cut, error) {
-	if err := p.need(cutBody, "cut"); err != nil {
-		return Cut{}, err
-	}
-	return Cut{Island: p.u32(), Segment: p.u32(), Time: island.Time(p.u64())}, nil
-}
-
-func (p *ctlParser) hello() (Hello, error) {
-	if err := p.need(2, "hello token length"); err != nil {
-		return Hello{}, err
-	}
-	at := p.off
-	n := int(p.u16())
-	if n == 0 || n > MaxHelloToken {
-		return Hello{}, fail(ErrMalformed, at, "hello token length")
-	}
-	if err := p.need(n, "hello token"); err != nil {
-		return Hello{}, err
-	}
-	h := Hello{Token: slices.Clone(p.b[:n])}
-	p.b, p.off = p.b[n:], p.off+n
-	return h, nil
-}
-
-func (p *ctlParser) subscribe(max int) (Subscribe, error) {
-	if err := p.need(1, "subscribe mode"); err != nil {
-		return Subscribe{}, err
-	}
-	at := p.off
-	mode := p.u8()
-	if mode > 1 {
-		return Subscribe{}, fail(ErrMalformed, at, "subscribe mode")
-	}
-	at = p.off
-	n, err := p.count(4, max, "island count")
-	if err != nil {
-		return Subscribe{}, err
-	}
-	s := Subscribe{All: mode == 0}
-	if s.All {
-		if n != 0 {
-			return Subscribe{}, fail(ErrMalformed, at, "island count")
-		}
-		return s, nil
-	}
-	s.Islands = make([]uint32, n)
-	for i := range s.Islands {
-		at = p.off
-		s.Islands[i] = p.u32()
-		if i > 0 && s.Islands[i] <= s.Islands[i-1] {
-			return Subscribe{}, fail(ErrMalformed, at, "island order")
-		}
-	}
-	return s, nil
-}
-
 // ascending checks that island ids come in strictly ascending order.
 func ascending(prev *uint32, have *bool, isl uint32, at int, field string) error {
 	if *have && isl <= *prev {
@@ -756,29 +457,4 @@ func ascending(prev *uint32, have *bool, isl uint32, at int, field string) error
 	}
 	*prev, *have = isl, true
 	return nil
-}
-
-func (p *ctlParser) received() (Received, error) {
-	if err := p.need(receivedBody, "received"); err != nil {
-		return Received{}, err
-	}
-	return Received{Newest: p.u32(), Prior: p.u64()}, nil
-}
-
-func (p *ctlParser) keyframes(max int, dst []uint32) (Keyframes, error) {
-	n, err := p.count(4, max, "keyframe count")
-	if err != nil {
-		return Keyframes{}, err
-	}
-	m := Keyframes{Islands: reuse(dst, n)}
-	var prev uint32
-	var have bool
-	for i := range m.Islands {
-		at := p.off
-		m.Islands[i] = p.u32()
-		if err := ascending(&prev, &have, m.Islands[i], at, "keyframe island order"); err != nil {
-			return Keyframes{}, err
-		}
-	}
-	return m, nil
 }

@@ -59,7 +59,8 @@
 // Destroy, Lease, Manifest, Physics, Forget, Cut; observer → server:
 // Hello, Subscribe, Received, Keyframes) uses
 // the same style: each message type implements Message (Type, Size,
-// Append), and ParseControl reads one message under ControlLimits. A stream
+// Append) in a file of its own (control_*.go; Physics in physics.go), and
+// ParseControl reads one message under ControlLimits. A stream
 // reader calls ControlLength on the first bytes to learn how many to wait
 // for; the cap is checked before anything is buffered. A ControlDecoder
 // reads the same messages, decoding the ones that flow all the time
