@@ -1,0 +1,635 @@
+package codec
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/reedsolomon"
+
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
+)
+
+// V2Bytes says where an encoder's bytes went, cumulatively.
+type V2Bytes struct {
+	Datagrams int64 // datagrams produced
+	Total     int64 // every byte
+	Headers   int64 // datagram headers (25 bytes each)
+	Records   int64 // record heads, islands, keys, lags, counts, fragment fields
+	Digests   int64 // frame digests
+	Indices   int64 // changed-member bitmaps, field masks and member identities
+	Position  int64 // x and y values or residuals
+	Angle     int64 // angle values or residuals
+	Velocity  int64 // velocity and angular velocity values or residuals
+	Parity    int64 // parity records
+}
+
+// Add adds o's counts to b.
+func (b *V2Bytes) Add(o V2Bytes) {
+	b.Datagrams += o.Datagrams
+	b.Total += o.Total
+	b.Headers += o.Headers
+	b.Records += o.Records
+	b.Digests += o.Digests
+	b.Indices += o.Indices
+	b.Position += o.Position
+	b.Angle += o.Angle
+	b.Velocity += o.Velocity
+	b.Parity += o.Parity
+}
+
+// V2Encoder builds v2 datagrams for one observer: one broadcast's frames,
+// each as a keyframe, a delta against a baseline the observer holds,
+// or part of a run of unchanged islands; several islands share a datagram,
+// and a frame too large for one is cut at member boundaries into fragments.
+// Output lives in buffers the encoder owns and reuses. Not safe for
+// concurrent use.
+type V2Encoder struct {
+	cfg     Config
+	packet  uint32 // the next datagram's number
+	seq     uint32
+	time    island.Time
+	buf     []byte
+	ends    []int
+	views   [][]byte
+	cur     int
+	lastIsl uint32
+	// ref is the lag of the last delta or run record in the open datagram,
+	// which the next one may share (headSameRef).
+	ref struct {
+		ok  bool
+		lag uint32
+	}
+	scratch []byte
+	rec     []byte
+	members []int // end offsets of each member's encoding in scratch
+	raw     []byte
+	spans   []span
+	// parity: parity records per fragmented frame (0: none), and the data
+	// shards of the frame being cut
+	parity   int
+	shards   [][]byte
+	shardLen int
+	rs       map[rsKey]reedsolomon.Encoder
+	bytes    V2Bytes
+	// per-field sizes of the frame being built, added to bytes once placed
+	fieldBytes [4]int64 // indices, position, angle, velocity
+	run        openRun
+	// islands each datagram carries records of, back to back; islEnds
+	// holds each closed datagram's end in isl
+	isl     []uint32
+	islEnds []int
+	parityD []bool // per closed datagram: it carries a parity record
+	// inParity: the open datagram carries a parity record
+	inParity bool
+	// sum hashes the sums of the whole frames the open datagram carries,
+	// in order; runSums are those of the open run's islands
+	sum     xxhash.Digest
+	runSums []uint64
+	// the digest and sum of the frame being added
+	digest, fsum uint64
+}
+
+// openRun is the run record being gathered: consecutive islands that moved
+// exactly as predicted against the same lag and class.
+type openRun struct {
+	open         bool
+	first, count uint32
+	lag          uint32
+	class        quant.Class
+	last         uint32
+}
+
+// Bytes returns where the encoder's bytes went since it was made.
+func (e *V2Encoder) Bytes() V2Bytes { return e.bytes }
+
+// count adds the encoded size of a field to its category.
+func (e *V2Encoder) count(cat int, n int) { e.fieldBytes[cat] += int64(n) }
+
+// NewV2Encoder returns an encoder with cfg's caps.
+func NewV2Encoder(cfg Config) (*V2Encoder, error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &V2Encoder{cfg: c, cur: -1}, nil
+}
+
+// Begin discards previous output and starts the datagrams of one broadcast
+// to one observer: every frame added until the next Begin has sequence seq
+// and authority time t, and the datagrams are numbered packet, packet+1, …
+// (serial arithmetic; Next tells where they ended).
+func (e *V2Encoder) Begin(packet, seq uint32, t island.Time) {
+	e.packet, e.seq, e.time = packet, seq, t
+	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
+	e.isl, e.islEnds, e.parityD = e.isl[:0], e.islEnds[:0], e.parityD[:0]
+	e.run.open = false
+	e.runSums = e.runSums[:0]
+}
+
+// Next returns the number the next datagram would have: Begin's packet plus
+// the datagrams produced since.
+func (e *V2Encoder) Next() uint32 { return e.packet }
+
+// Parity reports whether datagram i of the last Datagrams call carries a
+// parity record (and so no data of a frame).
+func (e *V2Encoder) Parity(i int) bool { return e.parityD[i] }
+
+func (e *V2Encoder) open() {
+	if e.cur >= 0 {
+		return
+	}
+	e.cur = len(e.buf)
+	e.bytes.Datagrams++
+	e.bytes.Headers += V2HeaderSize
+	e.bytes.Total += V2HeaderSize
+	e.buf = append(e.buf, Magic...)
+	e.buf = append(e.buf, VersionV3)
+	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.packet)
+	e.packet++
+	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.seq)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(e.time))
+	e.buf = append(e.buf, 0, 0, 0, 0, 0, 0, 0, 0) // the sum and the check, written at close
+	e.lastIsl = 0
+	e.ref.ok = false
+	e.sum.Reset()
+}
+
+// addSum adds a whole frame's sum to the open datagram's.
+func (e *V2Encoder) addSum(v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	_, _ = e.sum.Write(b[:])
+}
+
+func (e *V2Encoder) close() {
+	if e.cur >= 0 {
+		dg := e.buf[e.cur:]
+		binary.LittleEndian.PutUint32(dg[sumAt:], uint32(e.sum.Sum64()))
+		binary.LittleEndian.PutUint32(dg[checkAt:], v2Check(dg))
+		e.ends = append(e.ends, len(e.buf))
+		e.islEnds = append(e.islEnds, len(e.isl))
+		e.parityD = append(e.parityD, e.inParity)
+		e.inParity = false
+		e.cur = -1
+	}
+}
+
+func (e *V2Encoder) room() int {
+	if e.cur < 0 {
+		return e.cfg.MaxDatagram - V2HeaderSize
+	}
+	return e.cfg.MaxDatagram - (len(e.buf) - e.cur)
+}
+
+// place appends one record whose bytes after the island field are body, for
+// island isl, opening a datagram when the current one lacks room. A delta
+// or run record's body starts with its lag (refLen bytes of it); it is left
+// out when the previous such record in the datagram has the same one.
+func (e *V2Encoder) place(head byte, isl uint32, body []byte, lag uint32, refLen int) {
+	size := 1 + uvarintLen(uint64(isl-e.lastIsl)) + len(body)
+	if e.cur >= 0 && (isl <= e.lastIsl || size > e.room()) {
+		e.close()
+	}
+	e.open()
+	if refLen > 0 {
+		if e.ref.ok && e.ref.lag == lag {
+			head |= headSameRef
+			body = body[refLen:]
+		}
+		e.ref.ok, e.ref.lag = true, lag
+	}
+	lo := isl // the islands the record covers: a gap delta's gap too
+	if RecordKind(head&headKind) == KindGapDelta {
+		lo = e.lastIsl + 1
+	}
+	n0 := len(e.buf)
+	e.buf = append(e.buf, head)
+	e.buf = appendU(e.buf, uint64(isl-e.lastIsl))
+	e.buf = append(e.buf, body...)
+	e.lastIsl = isl
+	e.noteIslands(lo, isl)
+	e.bytes.Total += int64(len(e.buf) - n0)
+	e.bytes.Records += int64(len(e.buf) - n0) // the caller moves what was not a header elsewhere
+}
+
+// noteIslands records that the open datagram carries islands lo … hi.
+func (e *V2Encoder) noteIslands(lo, hi uint32) {
+	for v := lo; ; v++ {
+		e.isl = append(e.isl, v)
+		if v == hi {
+			return
+		}
+	}
+}
+
+// Islands returns the islands datagram i of the last Datagrams call carries
+// records of — every island a run or a gap delta covers too — ascending and
+// distinct. It aliases the encoder's memory until the next Begin.
+func (e *V2Encoder) Islands(i int) []uint32 {
+	start := 0
+	if i > 0 {
+		start = e.islEnds[i-1]
+	}
+	return e.isl[start:e.islEnds[i]:e.islEnds[i]]
+}
+
+// Datagrams closes the open datagram and returns every datagram of this
+// broadcast. The slices alias the encoder's buffer until the next Begin.
+func (e *V2Encoder) Datagrams() [][]byte {
+	e.flushRun()
+	e.close()
+	e.views = splitAt(e.views[:0], e.buf, e.ends)
+	return e.views
+}
+
+// appendKeyFields appends what a key record has before its member count:
+// sender, epoch, topology, config and segment.
+func appendKeyFields(dst []byte, sender island.SenderID, key island.Key, segment uint32) []byte {
+	for _, v := range [...]uint32{uint32(sender), key.Epoch, key.Topology, key.Config, segment} {
+		dst = appendU(dst, uint64(v))
+	}
+	return dst
+}
+
+// appendPart appends a fragment record's place in its frame and the
+// frame's 64-bit digest.
+func appendPart(dst []byte, fragments, index, first, n int, digest uint64) []byte {
+	for _, v := range [...]int{fragments, index, first, n} {
+		dst = appendU(dst, uint64(v))
+	}
+	return binary.LittleEndian.AppendUint64(dst, digest)
+}
+
+func head(kind RecordKind, class quant.Class, flags island.Flags) byte {
+	h := byte(kind) | byte(class)<<2
+	if flags&island.FlagInitial != 0 {
+		h |= headInitial
+	}
+	if flags&island.FlagReleasing != 0 {
+		h |= headRelease
+	}
+	return h
+}
+
+// AddKey adds f as a keyframe.
+func (e *V2Encoder) AddKey(f *V2Frame) error {
+	if err := e.check(f); err != nil {
+		return err
+	}
+	e.digest, e.fsum = e.digests(f)
+	e.flushRun()
+	// Frame-level fields, then each member: identity, six values.
+	e.scratch = e.scratch[:0]
+	e.members = e.members[:0]
+	e.fieldBytes = [4]int64{}
+	for i := range f.Members {
+		m := &f.Members[i]
+		n := len(e.scratch)
+		e.scratch = appendU(e.scratch, m.ID.Stable)
+		e.scratch = appendU(e.scratch, uint64(m.ID.Generation))
+		e.count(0, len(e.scratch)-n)
+		for k, v := range fields(&m.Q) {
+			n = len(e.scratch)
+			e.scratch = appendS(e.scratch, *v)
+			e.count(fieldCategory[k], len(e.scratch)-n)
+		}
+		e.members = append(e.members, len(e.scratch))
+	}
+	pre := appendKeyFields(e.rec[:0], f.Sender, f.Key, f.Segment)
+	e.rec = pre
+	return e.emit(head(KindKey, f.Class, f.Flags), f, 0, 0)
+}
+
+// AddDelta adds f coded against ref (same stream, same members, same segment
+// and class; the caller checks, and sends a keyframe otherwise).
+func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
+	if err := e.check(f); err != nil {
+		return err
+	}
+	e.digest, e.fsum = e.digests(f)
+	lag := f.Key.Seq - ref.Base.ID
+	bf := &ref.Base.Frame
+	if lag == 0 || len(ref.Base.Entries) != len(f.Members) || bf.Class != f.Class || bf.Segment != f.Segment ||
+		bf.Sender != f.Sender || bf.Key.Stream() != f.Key.Stream() {
+		return fail(ErrMalformed, -1, "delta baseline")
+	}
+	ps, as := shifts(f.Class.Precision())
+	dt := int64(e.time - bf.Time)
+	unchanged := true
+	e.scratch = e.scratch[:0]
+	e.members = e.members[:0]
+	e.fieldBytes = [4]int64{}
+	for i := range f.Members {
+		m := &f.Members[i]
+		b := &ref.Base.Entries[i]
+		if b.ID != m.ID {
+			return fail(ErrMalformed, -1, "delta members")
+		}
+		// Positions against the baseline's motion, then velocities against
+		// the motion those positions imply (constant acceleration).
+		pr := b.Q
+		predictInto(&pr, dt, ps, as)
+		vp := m.Q
+		predictVel(&vp, &b.Q, dt, ps, as)
+		d := quant.State{X: m.Q.X - pr.X, Y: m.Q.Y - pr.Y, Angle: m.Q.Angle - pr.Angle,
+			VX: m.Q.VX - vp.VX, VY: m.Q.VY - vp.VY, AngVel: m.Q.AngVel - vp.AngVel}
+		var mask byte
+		for k, v := range fields(&d) {
+			if *v != 0 {
+				mask |= 1 << k
+			}
+		}
+		if mask == 0 && len(f.Members) == 1 {
+			e.scratch = append(e.scratch, 0) // a one-member delta has no bitmap: its mask says "unchanged"
+			e.count(0, 1)
+		}
+		if mask != 0 {
+			unchanged = false
+			e.scratch = append(e.scratch, mask)
+			e.count(0, 1)
+			for k, v := range fields(&d) {
+				if mask&(1<<k) != 0 {
+					n := len(e.scratch)
+					e.scratch = appendS(e.scratch, *v)
+					e.count(fieldCategory[k], len(e.scratch)-n)
+				}
+			}
+		}
+		e.members = append(e.members, len(e.scratch))
+	}
+	if unchanged && f.Flags == 0 {
+		e.addRun(f.Key.Island, lag, f.Class, e.fsum)
+		return nil
+	}
+	kind := KindDelta
+	if r := &e.run; r.open && r.lag == lag && r.class == f.Class &&
+		r.last+1 == f.Key.Island && e.cur >= 0 && r.first == e.lastIsl+1 {
+		kind, r.open = KindGapDelta, false // the run rides on this record
+	} else {
+		e.flushRun()
+	}
+	pre := e.rec[:0]
+	pre = appendU(pre, uint64(lag))
+	e.rec = pre
+	return e.emit(head(kind, f.Class, f.Flags), f, lag, len(pre))
+}
+
+func (e *V2Encoder) check(f *V2Frame) error {
+	n := len(f.Members)
+	switch {
+	case n == 0:
+		return fail(ErrEmptyFrame, -1, "members")
+	case n > e.cfg.MaxMembers:
+		return fail(ErrLimit, -1, "total members")
+	case f.Flags&^island.KnownFlags != 0:
+		return fail(ErrMalformed, -1, "flags")
+	case f.Class > quant.Loose:
+		return fail(ErrMalformed, -1, "class")
+	case f.Key.Seq != e.seq:
+		return fail(ErrMalformed, -1, "sequence")
+	}
+	return nil
+}
+
+// addRun extends the open run with island isl, or starts a new one.
+func (e *V2Encoder) addRun(isl, lag uint32, class quant.Class, sum uint64) {
+	r := &e.run
+	if r.open && r.lag == lag && r.class == class && isl == r.last+1 {
+		r.count++
+		r.last = isl
+		e.runSums = append(e.runSums, sum)
+		return
+	}
+	e.flushRun()
+	*r = openRun{open: true, first: isl, count: 1, lag: lag, class: class, last: isl}
+	e.runSums = append(e.runSums[:0], sum)
+}
+
+// addRunSums adds the sums of the run's islands to the open datagram's,
+// once the run's record is placed (alone, or carried by a gap delta).
+func (e *V2Encoder) addRunSums() {
+	for _, v := range e.runSums {
+		e.addSum(v)
+	}
+	e.runSums = e.runSums[:0]
+}
+
+func (e *V2Encoder) flushRun() {
+	r := &e.run
+	if !r.open {
+		return
+	}
+	r.open = false
+	body := e.rec[:0]
+	body = appendU(body, uint64(r.lag))
+	body = appendU(body, uint64(r.count))
+	e.rec = body
+	e.place(head(KindRun, r.class, 0), r.first, body, r.lag, uvarintLen(uint64(r.lag)))
+	e.addRunSums()
+	if r.last != r.first {
+		e.noteIslands(r.first+1, r.last)
+	}
+	e.lastIsl = r.last // the next record's island counts from the run's last
+}
+
+// emit writes the frame whose frame-level fields are in e.rec and whose
+// member encodings are in e.scratch (ends in e.members): whole, its sum
+// added to the datagram's, when it fits a datagram; else cut into
+// fragments at member boundaries, each with the whole frame's 64-bit
+// digest.
+func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
+	d := e.digest
+	n := len(f.Members)
+	e.rec = appendU(e.rec, uint64(n))
+	pre := len(e.rec)
+	bitmap := bitmapLen(h, n)
+	if n == 1 {
+		bitmap = 0 // a whole one-member delta has none
+	}
+	whole := pre + bitmap + len(e.scratch)
+	max := e.cfg.MaxDatagram - V2HeaderSize - 1 - uvarintLen(uint64(f.Key.Island))
+	if RecordKind(h&headKind) == KindGapDelta && (whole > max || 1+uvarintLen(uint64(f.Key.Island-e.lastIsl))+whole > e.room()) {
+		// The delta goes elsewhere: the run it carried becomes a record.
+		e.run.open = true
+		saved := append([]byte(nil), e.rec...)
+		e.flushRun()
+		e.rec = append(e.rec[:0], saved...)
+		h = h&^headKind | byte(KindDelta)
+	}
+	if whole <= max {
+		body := e.appendMembers(e.rec, h, 0, n, n == 1)
+		e.rec = body
+		e.place(h, f.Key.Island, body, lag, refLen)
+		if RecordKind(h&headKind) == KindGapDelta {
+			e.addRunSums()
+		}
+		e.addSum(e.fsum)
+		e.account(0, bitmap)
+		e.moveFields()
+		return nil
+	}
+	// Fragments: greedy member ranges count the fragments needed, each sized
+	// for an empty datagram less the room a parity record needs beside its
+	// shard; balance then evens their sizes.
+	if e.parity > 0 {
+		max -= parityOverhead
+	}
+	spans := e.spans[:0]
+	count := 0
+	for first := 0; first < n; {
+		k := 0
+		for first+k < n {
+			size := pre + 4*uvarintLen(uint64(n)) + 8 + bitmapLen(h, k+1) + e.memberBytes(first, first+k+1)
+			if size > max {
+				break
+			}
+			k++
+		}
+		if k == 0 {
+			return fail(ErrLimit, -1, "member too large for a datagram")
+		}
+		if count == e.cfg.MaxFragments {
+			return fail(ErrLimit, -1, "fragment count")
+		}
+		spans = append(spans, span{first, k})
+		count++
+		first += k
+	}
+	spans = e.balance(spans, h, pre, n, max)
+	withParity := e.parity > 0 && count <= MaxParityFragments
+	e.shardLen = 0
+	for i := 0; i < count; i++ {
+		body := appendPart(e.rec[:pre], count, i, spans[i].first, spans[i].n, d)
+		body = e.appendMembers(body, h, spans[i].first, spans[i].n, false)
+		e.rec = body
+		if withParity {
+			e.keepShard(i, h|headFragment, f.Key.Island, body)
+		}
+		e.place(h|headFragment, f.Key.Island, body, lag, refLen)
+		e.account(8, bitmapLen(h, spans[i].n))
+		e.close() // fragments of a big frame each fill their own datagram
+	}
+	e.spans = spans
+	e.moveFields()
+	if withParity {
+		return e.emitParity(head(KindRun, f.Class, 0)|headFragment, f.Key.Island, count)
+	}
+	return nil
+}
+
+// account moves a placed record's digest and bitmap bytes out of Records.
+func (e *V2Encoder) account(digest, bitmap int) {
+	e.bytes.Records -= int64(digest + bitmap)
+	e.bytes.Digests += int64(digest)
+	e.bytes.Indices += int64(bitmap)
+}
+
+// moveFields moves a placed frame's member bytes out of Records into their
+// categories.
+func (e *V2Encoder) moveFields() {
+	f := &e.fieldBytes
+	e.bytes.Records -= f[0] + f[1] + f[2] + f[3]
+	e.bytes.Indices += f[0]
+	e.bytes.Position += f[1]
+	e.bytes.Angle += f[2]
+	e.bytes.Velocity += f[3]
+	*f = [4]int64{}
+}
+
+// span is one fragment's member range.
+type span struct{ first, n int }
+
+// bitmapLen is the changed-member bitmap of n members (deltas only).
+func bitmapLen(h byte, n int) int {
+	if k := RecordKind(h & headKind); k != KindDelta && k != KindGapDelta {
+		return 0
+	}
+	return (n + 7) / 8
+}
+
+// balance re-cuts the greedy spans into as many fragments of even size, so
+// that no fragment is a small tail (parity shards are as long as the longest
+// fragment). It keeps the greedy cut when the even one does not fit.
+func (e *V2Encoder) balance(spans []span, h byte, pre, n, max int) []span {
+	count := len(spans)
+	if count < 2 {
+		return spans
+	}
+	fixed := pre + 4*uvarintLen(uint64(n)) + 8
+	spans = slices.Grow(spans, count) // the even cut is built behind the greedy one
+	even := spans[count:count]
+	first := 0
+	for i := range count {
+		left := count - i
+		target := (e.memberBytes(first, n) + left - 1) / left
+		k := 1
+		if left == 1 {
+			k = n - first
+		} else {
+			for first+k < n-(left-1) && e.memberBytes(first, first+k+1) <= target {
+				k++
+			}
+		}
+		if fixed+bitmapLen(h, k)+e.memberBytes(first, first+k) > max {
+			return spans
+		}
+		even = append(even, span{first, k})
+		first += k
+	}
+	return append(spans[:0], even...)
+}
+
+func (e *V2Encoder) memberBytes(from, to int) int {
+	start := 0
+	if from > 0 {
+		start = e.members[from-1]
+	}
+	return e.members[to-1] - start
+}
+
+// appendMembers appends members [first, first+n): for a delta the bitmap of
+// changed ones (unless noBitmap: a whole one-member delta), then their
+// encodings.
+func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int, noBitmap bool) []byte {
+	start := 0
+	if first > 0 {
+		start = e.members[first-1]
+	}
+	if k := RecordKind(h & headKind); !noBitmap && (k == KindDelta || k == KindGapDelta) {
+		prev := start
+		for i := 0; i < n; i += 8 {
+			var bm byte
+			for j := 0; j < 8 && i+j < n; j++ {
+				end := e.members[first+i+j]
+				if end > prev { // the member has an encoding: it changed
+					bm |= 1 << j
+				}
+				prev = end
+			}
+			b = append(b, bm)
+		}
+	}
+	return append(b, e.scratch[start:e.members[first+n-1]]...)
+}
+
+// FrameDigest computes f's digest and sum for the current broadcast
+// (Begin's time) and records them in f, so that encoding f for many
+// observers hashes it once.
+func (e *V2Encoder) FrameDigest(f *V2Frame) {
+	f.Digest, f.Sum = e.frameDigest(f), e.frameSum(f)
+	f.Digested = true
+}
+
+// digests returns f's digest and sum: FrameDigest's, or computed now.
+func (e *V2Encoder) digests(f *V2Frame) (uint64, uint64) {
+	if f.Digested {
+		return f.Digest, f.Sum
+	}
+	return e.frameDigest(f), e.frameSum(f)
+}
+
+func (e *V2Encoder) frameSum(f *V2Frame) uint64 {
+	return FrameSum(f.Sender, f.Key, e.time, f.Segment, f.Flags, f.Class, f.Members)
+}
