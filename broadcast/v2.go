@@ -232,31 +232,27 @@ func (b *Broadcaster) carried(o *observer, enc *codec.V2Encoder, dgs [][]byte) {
 			}
 		}
 	}
+	// Datagrams carry islands in ascending order, as b.quant holds their
+	// frames (a fragmented frame's island in several datagrams in a row):
+	// one walk along both finds every frame.
 	first := enc.Next() - uint32(len(dgs))
+	k := 0
 	for i := range dgs {
 		o.snd.Packet(first + uint32(i))
 		if enc.Parity(i) {
 			continue
 		}
 		for _, isl := range enc.Islands(i) {
+			for k < len(b.quant) && b.quant[k].f.Key.Island < isl {
+				k++
+			}
 			oi := o.v2[isl]
-			q := b.frameOf(isl)
-			if oi == nil || q == nil {
+			if oi == nil || k == len(b.quant) || b.quant[k].f.Key.Island != isl {
 				continue
 			}
-			o.snd.Carried(oi.track, q.table, oi.parts)
+			o.snd.Carried(oi.track, b.quant[k].table, oi.parts)
 		}
 	}
-}
-
-// frameOf returns the quantized frame of island id in the broadcast being
-// encoded, or nil.
-func (b *Broadcaster) frameOf(id uint32) *quantized {
-	i, ok := slices.BinarySearchFunc(b.quant, id, func(q quantized, id uint32) int { return cmp.Compare(q.f.Key.Island, id) })
-	if !ok {
-		return nil
-	}
-	return &b.quant[i]
 }
 
 // deltaOK reports whether f may be coded against base: the same stream,

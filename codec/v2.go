@@ -69,14 +69,16 @@ type V2Frame struct {
 	// identity); Record.Time and Record.Segment are ignored (the datagram's
 	// time and Segment apply).
 	Members []baseline.Entry
-	// Digest, when Digested, is the frame's digest at the encoder's time
-	// (see V2Encoder.FrameDigest): a frame sent to many observers is hashed
-	// once. When not Digested the encoder computes it.
-	Digest   uint64
-	Digested bool
 	// Sum, when Digested, is the frame's integer digest (FrameSum) at the
-	// encoder's time; the encoder computes it otherwise.
-	Sum uint64
+	// encoder's time (see V2Encoder.FrameDigest): a frame sent to many
+	// observers is hashed once. When not Digested the encoder computes it.
+	Sum      uint64
+	Digested bool
+	// Digest is the frame digest of version 1, which only a frame cut into
+	// fragments carries: the encoder computes it the first time it cuts
+	// the frame, and keeps it here when the frame is Digested.
+	Digest    uint64
+	hasDigest bool
 }
 
 // V2Ref is what a delta or run record refers to: the observer's baseline
@@ -121,10 +123,11 @@ func v2Check(dg []byte) uint32 {
 // them from other baselines than the sender's, or from other bytes, finds
 // out before it commits anything.
 func FrameSum(sender island.SenderID, key island.Key, t island.Time, segment uint32, flags island.Flags, class quant.Class, members []baseline.Entry) uint64 {
-	var d xxhash.Digest
-	d.Reset()
-	var b [64]byte
-	o := b[:0]
+	// Small frames (most islands) are hashed from one buffer on the stack;
+	// larger ones stream member by member. Both hash the same bytes.
+	const head, member, inline = 42, 60, 8
+	var buf [head + inline*member]byte
+	o := buf[:0]
 	for _, v := range [...]uint32{key.Island, uint32(sender), key.Epoch, key.Topology, key.Config, key.Seq} {
 		o = binary.LittleEndian.AppendUint32(o, v)
 	}
@@ -132,17 +135,29 @@ func FrameSum(sender island.SenderID, key island.Key, t island.Time, segment uin
 	o = binary.LittleEndian.AppendUint32(o, segment)
 	o = append(o, byte(flags), byte(class))
 	o = binary.LittleEndian.AppendUint32(o, uint32(len(members)))
+	if len(members) <= inline {
+		for i := range members {
+			o = appendMemberSum(o, &members[i])
+		}
+		return xxhash.Sum64(o)
+	}
+	var d xxhash.Digest
+	d.Reset()
 	_, _ = d.Write(o)
 	for i := range members {
-		m := &members[i]
-		o = binary.LittleEndian.AppendUint64(b[:0], m.ID.Stable)
-		o = binary.LittleEndian.AppendUint32(o, m.ID.Generation)
-		for _, v := range [...]int64{m.Q.X, m.Q.Y, m.Q.Angle, m.Q.VX, m.Q.VY, m.Q.AngVel} {
-			o = binary.LittleEndian.AppendUint64(o, uint64(v))
-		}
-		_, _ = d.Write(o)
+		_, _ = d.Write(appendMemberSum(buf[:0], &members[i]))
 	}
 	return d.Sum64()
+}
+
+// appendMemberSum appends what a frame sum hashes of one member.
+func appendMemberSum(o []byte, m *baseline.Entry) []byte {
+	o = binary.LittleEndian.AppendUint64(o, m.ID.Stable)
+	o = binary.LittleEndian.AppendUint32(o, m.ID.Generation)
+	for _, v := range [...]int64{m.Q.X, m.Q.Y, m.Q.Angle, m.Q.VX, m.Q.VY, m.Q.AngVel} {
+		o = binary.LittleEndian.AppendUint64(o, uint64(v))
+	}
+	return o
 }
 
 // frameDigest returns the frame digest of f as v1 defines it (the header's

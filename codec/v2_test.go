@@ -1332,3 +1332,39 @@ func TestV2ClassMustMatchBaseline(t *testing.T) {
 		t.Fatalf("class rigid against a loose baseline: %v", err)
 	}
 }
+
+// TestFrameSumMatchesDefinition: the frame sum is xxhash64 over exactly
+// the bytes docs/wire-format.md lists, for frames hashed from one buffer
+// (up to 8 members) and streamed (more).
+func TestFrameSumMatchesDefinition(t *testing.T) {
+	for _, n := range []int{0, 1, 8, 9, 40} {
+		f := v2Frame(77, n, 12, quant.Chain, 3)
+		key := f.Key
+		var b []byte
+		for _, v := range []uint32{key.Island, uint32(f.Sender), key.Epoch, key.Topology, key.Config, key.Seq} {
+			b = binary.LittleEndian.AppendUint32(b, v)
+		}
+		tm := island.Time(-5)
+		b = binary.LittleEndian.AppendUint64(b, uint64(tm))
+		b = binary.LittleEndian.AppendUint32(b, 9)
+		b = append(b, byte(island.FlagReleasing), byte(quant.Chain))
+		b = binary.LittleEndian.AppendUint32(b, uint32(n))
+		for _, m := range f.Members {
+			b = binary.LittleEndian.AppendUint64(b, m.ID.Stable)
+			b = binary.LittleEndian.AppendUint32(b, m.ID.Generation)
+			for _, v := range []int64{m.Q.X, m.Q.Y, m.Q.Angle, m.Q.VX, m.Q.VY, m.Q.AngVel} {
+				b = binary.LittleEndian.AppendUint64(b, uint64(v))
+			}
+		}
+		if got, want := FrameSum(f.Sender, key, -5, 9, island.FlagReleasing, quant.Chain, f.Members), xxhash.Sum64(b); got != want {
+			t.Errorf("%d members: %#x, the definition gives %#x", n, got, want)
+		}
+	}
+	small, big := v2Frame(1, 3, 1, quant.Rigid, 0), v2Frame(2, 30, 1, quant.Rigid, 0)
+	if a := testing.AllocsPerRun(100, func() {
+		_ = FrameSum(small.Sender, small.Key, 0, 0, 0, quant.Rigid, small.Members)
+		_ = FrameSum(big.Sender, big.Key, 0, 0, 0, quant.Rigid, big.Members)
+	}); a != 0 {
+		t.Fatalf("%v allocations", a)
+	}
+}

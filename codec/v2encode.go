@@ -87,8 +87,8 @@ type V2Encoder struct {
 	// in order; runSums are those of the open run's islands
 	sum     xxhash.Digest
 	runSums []uint64
-	// the digest and sum of the frame being added
-	digest, fsum uint64
+	// the sum of the frame being added
+	fsum uint64
 }
 
 // openRun is the run record being gathered: consecutive islands that moved
@@ -278,7 +278,7 @@ func (e *V2Encoder) AddKey(f *V2Frame) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
-	e.digest, e.fsum = e.digests(f)
+	e.fsum = e.sumOf(f)
 	e.flushRun()
 	// Frame-level fields, then each member: identity, six values.
 	e.scratch = e.scratch[:0]
@@ -308,7 +308,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
-	e.digest, e.fsum = e.digests(f)
+	e.fsum = e.sumOf(f)
 	lag := f.Key.Seq - ref.Base.ID
 	bf := &ref.Base.Frame
 	if lag == 0 || len(ref.Base.Entries) != len(f.Members) || bf.Class != f.Class || bf.Segment != f.Segment ||
@@ -440,7 +440,6 @@ func (e *V2Encoder) flushRun() {
 // fragments at member boundaries, each with the whole frame's 64-bit
 // digest.
 func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
-	d := e.digest
 	n := len(f.Members)
 	e.rec = appendU(e.rec, uint64(n))
 	pre := len(e.rec)
@@ -470,6 +469,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 		e.moveFields()
 		return nil
 	}
+	d := e.digestOf(f)
 	// Fragments: greedy member ranges count the fragments needed, each sized
 	// for an empty datagram less the room a parity record needs beside its
 	// shard; balance then evens their sizes.
@@ -614,20 +614,33 @@ func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int, noBitmap bool)
 	return append(b, e.scratch[start:e.members[first+n-1]]...)
 }
 
-// FrameDigest computes f's digest and sum for the current broadcast
-// (Begin's time) and records them in f, so that encoding f for many
-// observers hashes it once.
+// FrameDigest computes f's sum for the current broadcast (Begin's time)
+// and records it in f, so that encoding f for many observers hashes it
+// once; the digest of a frame cut into fragments is kept in f too, once
+// computed.
 func (e *V2Encoder) FrameDigest(f *V2Frame) {
-	f.Digest, f.Sum = e.frameDigest(f), e.frameSum(f)
-	f.Digested = true
+	f.Sum, f.Digested, f.hasDigest = e.frameSum(f), true, false
 }
 
-// digests returns f's digest and sum: FrameDigest's, or computed now.
-func (e *V2Encoder) digests(f *V2Frame) (uint64, uint64) {
+// sum returns f's sum: FrameDigest's, or computed now.
+func (e *V2Encoder) sumOf(f *V2Frame) uint64 {
 	if f.Digested {
-		return f.Digest, f.Sum
+		return f.Sum
 	}
-	return e.frameDigest(f), e.frameSum(f)
+	return e.frameSum(f)
+}
+
+// digestOf returns f's version-1 frame digest, computed the first time a
+// Digested frame needs it.
+func (e *V2Encoder) digestOf(f *V2Frame) uint64 {
+	if f.Digested && f.hasDigest {
+		return f.Digest
+	}
+	d := e.frameDigest(f)
+	if f.Digested {
+		f.Digest, f.hasDigest = d, true
+	}
+	return d
 }
 
 func (e *V2Encoder) frameSum(f *V2Frame) uint64 {
