@@ -57,7 +57,6 @@ func (a *Arrivals) Report() (newest uint32, prior uint64, ok bool) {
 type Track struct {
 	acked   *Table // newest table the observer holds; nil: none
 	last    uint32 // newest frame sequence sent
-	sent    bool
 	barrier uint32 // frames sent before this sequence are not taken as held
 	barred  bool
 	part    *Table // a fragmented frame partly confirmed
@@ -142,7 +141,7 @@ func (s *Sender) Carried(tr *Track, t *Table, parts int) {
 		return
 	}
 	s.cur.carried = append(s.cur.carried, carried{track: tr, table: t, parts: parts})
-	tr.last, tr.sent = t.ID, true
+	tr.last = t.ID
 }
 
 // Received applies one confirmation: datagram newest and, for each set bit

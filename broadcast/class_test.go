@@ -147,3 +147,55 @@ func TestKeyframesStaggered(t *testing.T) {
 		t.Fatalf("a broadcast carried %d keyframes, the mean is %.1f", most, mean)
 	}
 }
+
+// TestFragmentedFrameHeldWhenAllConfirmed: a frame cut into several
+// datagrams counts as held only once every one of them is confirmed; a
+// parity datagram confirms nothing of it.
+func TestFragmentedFrameHeldWhenAllConfirmed(t *testing.T) {
+	for _, parity := range []int{-1, 2} {
+		b, _ := New(Config{Parity: parity})
+		m := ids(1, 300)
+		live(t, b, 1, m)
+		subscribeAll(t, b, 1)
+		dec, _ := codec.NewV2Decoder(codec.Config{})
+		send := func(seq uint32) (kind codec.RecordKind, data, par []uint32) {
+			f := frameOf(1, m, seq)
+			b.Frames([]*island.Frame{f})
+			_, dgs := b.Take(1, nil, nil)
+			for _, d := range dgs {
+				h, recs, err := dec.Decode(d.Bytes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if recs[0].Kind == codec.KindParity {
+					par = append(par, h.Packet)
+					continue
+				}
+				kind = recs[0].Kind
+				data = append(data, h.Packet)
+			}
+			return kind, data, par
+		}
+		confirm := func(pkts []uint32) {
+			for _, p := range pkts {
+				if _, err := b.FeedbackBytes(1, codec.Received{Newest: p}.Append(nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		_, data, par := send(1)
+		if len(data) < 2 {
+			t.Fatalf("the frame went in %d datagrams", len(data))
+		}
+		confirm(data[:len(data)-1])
+		confirm(par)
+		if kind, _, _ := send(2); kind != codec.KindKey {
+			t.Fatalf("parity %d: with a data datagram unconfirmed, frame 2 is a %v", parity, kind)
+		}
+		_, data, _ = send(3)
+		confirm(data)
+		if kind, _, _ := send(4); kind == codec.KindKey { // coded against 3: a run, the frame being the same
+			t.Fatalf("parity %d: with every data datagram confirmed, frame 4 is a keyframe", parity)
+		}
+	}
+}

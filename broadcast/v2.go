@@ -69,7 +69,6 @@ type obsIsland struct {
 	track   *baseline.Track
 	lastKey uint32 // broadcast sequence the periodic keyframe schedule counts from
 	wantKey bool   // a keyframe is due: new to the observer, or asked for
-	parts   int    // scratch: the data datagrams of this broadcast carrying it
 }
 
 func (o *observer) island(id uint32) *obsIsland {
@@ -210,36 +209,17 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 
 // carried records, in the observer's baseline.Sender, which frames each
 // datagram just encoded for it carried, so that its confirmations of
-// datagrams tell which baselines it holds.
+// datagrams tell which baselines it holds. Datagrams carry islands in
+// ascending order, as b.quant holds their frames (a fragmented frame's
+// island in several datagrams in a row): one walk along both finds every
+// frame.
 func (b *Broadcaster) carried(o *observer, enc *codec.V2Encoder, dgs [][]byte) {
-	for i := range dgs {
-		if enc.Parity(i) {
-			continue
-		}
-		for _, isl := range enc.Islands(i) {
-			if oi := o.v2[isl]; oi != nil {
-				oi.parts = 0
-			}
-		}
-	}
-	for i := range dgs {
-		if enc.Parity(i) {
-			continue
-		}
-		for _, isl := range enc.Islands(i) {
-			if oi := o.v2[isl]; oi != nil {
-				oi.parts++
-			}
-		}
-	}
-	// Datagrams carry islands in ascending order, as b.quant holds their
-	// frames (a fragmented frame's island in several datagrams in a row):
-	// one walk along both finds every frame.
 	first := enc.Next() - uint32(len(dgs))
 	k := 0
 	for i := range dgs {
 		o.snd.Packet(first + uint32(i))
-		if enc.Parity(i) {
+		parts := enc.Parts(i)
+		if parts == 0 { // parity: no data of a frame
 			continue
 		}
 		for _, isl := range enc.Islands(i) {
@@ -250,7 +230,7 @@ func (b *Broadcaster) carried(o *observer, enc *codec.V2Encoder, dgs [][]byte) {
 			if oi == nil || k == len(b.quant) || b.quant[k].f.Key.Island != isl {
 				continue
 			}
-			o.snd.Carried(oi.track, b.quant[k].table, oi.parts)
+			o.snd.Carried(oi.track, b.quant[k].table, parts)
 		}
 	}
 }

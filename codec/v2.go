@@ -150,6 +150,38 @@ func FrameSum(sender island.SenderID, key island.Key, t island.Time, segment uin
 	return d.Sum64()
 }
 
+// DatagramSum accumulates a datagram's sum (the header's sum field): the
+// frame sums of its whole frames, in record order. Both ends use it — the
+// encoder writing the field, a receiver checking what it restored. The
+// zero value is ready; Reset starts over.
+type DatagramSum struct {
+	d    xxhash.Digest
+	used bool
+}
+
+// Reset starts a new datagram's sum.
+func (s *DatagramSum) Reset() { s.used = false }
+
+// Add adds one whole frame's sum (FrameSum).
+func (s *DatagramSum) Add(frameSum uint64) {
+	if !s.used {
+		s.d.Reset()
+		s.used = true
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], frameSum)
+	_, _ = s.d.Write(b[:])
+}
+
+// Sum32 returns the sum field: the low 32 bits of xxhash64 over the frame
+// sums added, each 8 bytes little-endian (over nothing when none was).
+func (s *DatagramSum) Sum32() uint32 {
+	if !s.used {
+		s.d.Reset()
+	}
+	return uint32(s.d.Sum64())
+}
+
 // appendMemberSum appends what a frame sum hashes of one member.
 func appendMemberSum(o []byte, m *baseline.Entry) []byte {
 	o = binary.LittleEndian.AppendUint64(o, m.ID.Stable)

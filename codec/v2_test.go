@@ -78,13 +78,13 @@ func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[ui
 		if err != nil {
 			w.t.Fatalf("decode: %v", err)
 		}
-		var sum sumHash
+		var sum DatagramSum
 		for _, r := range recs {
 			predicted := func(from, n uint32) {
 				for k := uint32(0); k < n; k++ {
 					base := bases[from+k]
 					tb := restored(base.Frame, h, Predict(nil, base, h.Time))
-					sum.add(FrameSum(tb.Frame.Sender, tb.Frame.Key, h.Time, tb.Frame.Segment, 0, tb.Frame.Class, tb.Entries))
+					sum.Add(FrameSum(tb.Frame.Sender, tb.Frame.Key, h.Time, tb.Frame.Segment, 0, tb.Frame.Class, tb.Entries))
 					out[from+k] = tb
 				}
 			}
@@ -119,7 +119,7 @@ func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[ui
 				tb := restored(info, h, all)
 				tb.Frame.Key.Seq = h.Seq
 				if r.Fragments == 1 {
-					sum.add(FrameSum(tb.Frame.Sender, tb.Frame.Key, h.Time, tb.Frame.Segment, r.Flags, tb.Frame.Class, tb.Entries))
+					sum.Add(FrameSum(tb.Frame.Sender, tb.Frame.Key, h.Time, tb.Frame.Segment, r.Flags, tb.Frame.Class, tb.Entries))
 				} else {
 					// The digest: the restored floats hashed as v1 does.
 					f := V2Frame{Sender: tb.Frame.Sender, Key: tb.Frame.Key, Segment: tb.Frame.Segment, Flags: r.Flags, Class: tb.Frame.Class, Members: tb.Entries}
@@ -130,32 +130,11 @@ func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[ui
 				out[r.Island] = tb
 			}
 		}
-		if got := sum.sum32(); got != h.Sum {
+		if got := sum.Sum32(); got != h.Sum {
 			w.t.Fatalf("datagram %d: sum %#x, the header says %#x", h.Packet, got, h.Sum)
 		}
 	}
 	return out
-}
-
-// sumHash is a datagram's sum as a receiver computes it.
-type sumHash struct {
-	d    xxhash.Digest
-	used bool
-}
-
-func (s *sumHash) add(v uint64) {
-	if !s.used {
-		s.d.Reset()
-		s.used = true
-	}
-	_, _ = s.d.Write(binary.LittleEndian.AppendUint64(nil, v))
-}
-
-func (s *sumHash) sum32() uint32 {
-	if !s.used {
-		s.d.Reset()
-	}
-	return uint32(s.d.Sum64())
 }
 
 func restored(info baseline.FrameInfo, h V2Header, members []baseline.Entry) *baseline.Table {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/reedsolomon"
 
 	"github.com/islandsync/islandsync/island"
@@ -80,12 +79,13 @@ type V2Encoder struct {
 	// holds each closed datagram's end in isl
 	isl     []uint32
 	islEnds []int
-	parityD []bool // per closed datagram: it carries a parity record
-	// inParity: the open datagram carries a parity record
-	inParity bool
+	partsD  []int // per closed datagram: see Parts
+	// parts is Parts of the open datagram: 1 until a fragment (the frame's
+	// fragment count) or a parity record (0) is placed in it
+	parts int
 	// sum hashes the sums of the whole frames the open datagram carries,
 	// in order; runSums are those of the open run's islands
-	sum     xxhash.Digest
+	sum     DatagramSum
 	runSums []uint64
 	// the sum of the frame being added
 	fsum uint64
@@ -123,7 +123,7 @@ func NewV2Encoder(cfg Config) (*V2Encoder, error) {
 func (e *V2Encoder) Begin(packet, seq uint32, t island.Time) {
 	e.packet, e.seq, e.time = packet, seq, t
 	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
-	e.isl, e.islEnds, e.parityD = e.isl[:0], e.islEnds[:0], e.parityD[:0]
+	e.isl, e.islEnds, e.partsD = e.isl[:0], e.islEnds[:0], e.partsD[:0]
 	e.run.open = false
 	e.runSums = e.runSums[:0]
 }
@@ -132,15 +132,17 @@ func (e *V2Encoder) Begin(packet, seq uint32, t island.Time) {
 // the datagrams produced since.
 func (e *V2Encoder) Next() uint32 { return e.packet }
 
-// Parity reports whether datagram i of the last Datagrams call carries a
-// parity record (and so no data of a frame).
-func (e *V2Encoder) Parity(i int) bool { return e.parityD[i] }
+// Parts tells what datagram i of the last Datagrams call carries: 0 a
+// parity record (no data of a frame), 1 whole records, k ≥ 2 one fragment
+// of a frame cut into k.
+func (e *V2Encoder) Parts(i int) int { return e.partsD[i] }
 
 func (e *V2Encoder) open() {
 	if e.cur >= 0 {
 		return
 	}
 	e.cur = len(e.buf)
+	e.parts = 1
 	e.bytes.Datagrams++
 	e.bytes.Headers += V2HeaderSize
 	e.bytes.Total += V2HeaderSize
@@ -156,22 +158,14 @@ func (e *V2Encoder) open() {
 	e.sum.Reset()
 }
 
-// addSum adds a whole frame's sum to the open datagram's.
-func (e *V2Encoder) addSum(v uint64) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
-	_, _ = e.sum.Write(b[:])
-}
-
 func (e *V2Encoder) close() {
 	if e.cur >= 0 {
 		dg := e.buf[e.cur:]
-		binary.LittleEndian.PutUint32(dg[sumAt:], uint32(e.sum.Sum64()))
+		binary.LittleEndian.PutUint32(dg[sumAt:], e.sum.Sum32())
 		binary.LittleEndian.PutUint32(dg[checkAt:], v2Check(dg))
 		e.ends = append(e.ends, len(e.buf))
 		e.islEnds = append(e.islEnds, len(e.isl))
-		e.parityD = append(e.parityD, e.inParity)
-		e.inParity = false
+		e.partsD = append(e.partsD, e.parts)
 		e.cur = -1
 	}
 }
@@ -411,7 +405,7 @@ func (e *V2Encoder) addRun(isl, lag uint32, class quant.Class, sum uint64) {
 // once the run's record is placed (alone, or carried by a gap delta).
 func (e *V2Encoder) addRunSums() {
 	for _, v := range e.runSums {
-		e.addSum(v)
+		e.sum.Add(v)
 	}
 	e.runSums = e.runSums[:0]
 }
@@ -464,7 +458,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 		if RecordKind(h&headKind) == KindGapDelta {
 			e.addRunSums()
 		}
-		e.addSum(e.fsum)
+		e.sum.Add(e.fsum)
 		e.account(0, bitmap)
 		e.moveFields()
 		return nil
@@ -508,6 +502,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 			e.keepShard(i, h|headFragment, f.Key.Island, body)
 		}
 		e.place(h|headFragment, f.Key.Island, body, lag, refLen)
+		e.parts = count
 		e.account(8, bitmapLen(h, spans[i].n))
 		e.close() // fragments of a big frame each fill their own datagram
 	}

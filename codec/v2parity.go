@@ -80,7 +80,7 @@ func (e *V2Encoder) emitParity(head byte, isl uint32, k int) error {
 		body = append(body, e.shards[k+j]...)
 		e.rec = body
 		e.place(head, isl, body, 0, 0)
-		e.inParity = true
+		e.parts = 0
 		e.bytes.Records -= int64(len(body)) // parity is its own kind of byte
 		e.bytes.Parity += int64(len(body))
 		e.close()

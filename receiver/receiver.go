@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
@@ -116,7 +114,7 @@ type Receiver struct {
 	wents        []baseline.Entry  // scratch: their members
 	wholeBad     bool              // some whole frame of it could not be restored
 	dgRefused    bool              // some frame of it was refused
-	wsum         xxhash.Digest     // the sums of its whole frames
+	wsum         codec.DatagramSum // the sums of its whole frames
 	parity       map[parityKey]*parityFrame
 	parityFree   []*parityFrame
 	parityBytes  int                      // capacity of every parity buffer, kept or free

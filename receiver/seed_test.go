@@ -393,3 +393,33 @@ func TestRefusedDatagramNotConfirmed(t *testing.T) {
 		fb = fb[n:]
 	}
 }
+
+// TestRunClassMustMatchBaseline: a run whose class bits differ from its
+// baseline's class restores nothing — it would be predicted at another
+// precision than the authority's — and its island is asked for whole.
+func TestRunClassMustMatchBaseline(t *testing.T) {
+	r := newSeedRig(t)
+	for r.seq < 42 {
+		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedA: 9000}))
+	}
+	rx := r.rx
+	r.rx = rx.Clone()
+	r.broadcast(43*25_000, map[uint32]int64{seedA: 9000})
+	r.rx = rx
+	if rec := r.record(43, seedA); rec.Kind != codec.KindRun || rec.Class != 0 {
+		t.Fatalf("43: %v of class %d, want a rigid run", rec.Kind, rec.Class)
+	}
+	dg := append([]byte(nil), r.dgs[43][0]...)
+	dg[codec.V2HeaderSize] |= 2 << 2 // class loose
+	before := rx.Stats()
+	_ = rx.Feedback(nil)
+	rx.Datagram(r.now+50_000, resign(dg))
+	after := rx.Stats()
+	if after.FramesCommitted != before.FramesCommitted || after.Decode.Malformed != before.Decode.Malformed+1 {
+		t.Fatalf("committed %d → %d, malformed %d → %d", before.FramesCommitted, after.FramesCommitted, before.Decode.Malformed, after.Decode.Malformed)
+	}
+	lim := codec.ControlLimits{}.WithDefaults()
+	if m, _, err := codec.ParseControl(rx.Feedback(nil), &lim); err != nil || m.(codec.Keyframes).Islands[0] != seedA {
+		t.Fatalf("feedback %v %v, want Keyframes [A]", m, err)
+	}
+}

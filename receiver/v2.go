@@ -1,7 +1,6 @@
 package receiver
 
 import (
-	"encoding/binary"
 	"slices"
 
 	"github.com/islandsync/islandsync/assembler"
@@ -76,9 +75,9 @@ func (r *Receiver) requestKey(id uint32) {
 // by its frame digest. A validated frame becomes a baseline of its island.
 // Once every record was handled, the sum held and no frame was refused, the
 // datagram is confirmed (Feedback's Received): every frame it carried is
-// then held. A datagram
-// whose whole frames cannot all be restored (a baseline not held) or do
-// not match its sum commits none of them and is not confirmed.
+// then held. A datagram whose whole frames cannot all be restored (a
+// baseline not held) or do not match its sum commits none of them and is
+// not confirmed.
 func (r *Receiver) datagramV2(now int64, b []byte) {
 	h, recs, err := r.dec2.Decode(b)
 	if err != nil {
@@ -115,7 +114,7 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 		// keyframe): the sum cannot be checked, so none commits.
 		r.stats.V2.Unverified++
 		return
-	case uint32(r.wsum.Sum64()) != h.Sum:
+	case r.wsum.Sum32() != h.Sum:
 		r.stats.V2.Digest++
 		for i := range r.whole {
 			r.requestKey(r.whole[i].info.Key.Island)
@@ -127,13 +126,7 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 		ents := r.wents[w.off : w.off+w.n]
 		hdr := codec.FragmentHeader{Sender: w.info.Sender, Key: w.info.Key, Time: w.info.Time, Segment: w.info.Segment,
 			Flags: w.flags, TotalMembers: uint32(w.n), Count: 1, MemberCount: uint16(w.n)}
-		ok := r.commitRestored(now, &hdr, ents, w.info.Class.Precision())
-		if ok && w.s != nil {
-			r.keepBaselineCopy(w.s, w.info, ents)
-			continue
-		}
-		r.refuse()
-		r.requestKey(w.info.Key.Island)
+		r.baselineOrRefuse(r.commitRestored(now, &hdr, ents, w.info.Class.Precision()), w.s, w.info, ents)
 	}
 	if r.dgRefused {
 		return
@@ -168,9 +161,7 @@ func (r *Receiver) stageWhole(s *v2Island, info baseline.FrameInfo, flags island
 	off := len(r.wents)
 	r.wents = append(r.wents, ents...)
 	r.whole = append(r.whole, wholeFrame{s: s, info: info, flags: flags, off: off, n: len(ents)})
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], codec.FrameSum(info.Sender, info.Key, info.Time, info.Segment, flags, info.Class, ents))
-	_, _ = r.wsum.Write(b[:])
+	r.wsum.Add(codec.FrameSum(info.Sender, info.Key, info.Time, info.Segment, flags, info.Class, ents))
 }
 
 // pruneSome lets go of expired baselines of the next eighth of the known
@@ -303,7 +294,7 @@ func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info base
 // baselineOrRefuse keeps a frame that passed validation as a baseline of
 // its island, and asks for a keyframe of one that did not: either way, the
 // confirmation of its datagram tells the authority the truth.
-func (r *Receiver) baselineOrRefuse(validated bool, s *v2Island, info baseline.FrameInfo, ents *[]baseline.Entry) {
+func (r *Receiver) baselineOrRefuse(validated bool, s *v2Island, info baseline.FrameInfo, ents []baseline.Entry) {
 	if validated && s != nil {
 		r.keepBaseline(s, info, ents)
 		return
@@ -350,7 +341,7 @@ func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info 
 		return
 	}
 	if st != nil && st.key == info.Key && st.staged == rec.Total {
-		r.baselineOrRefuse(r.commitStates(now, hdr, st.ids, st.states), s, info, &st.ents)
+		r.baselineOrRefuse(r.commitStates(now, hdr, st.ids, st.states), s, info, st.ents)
 		return
 	}
 	// Parts of another frame came in between: validate the assembled
@@ -358,7 +349,7 @@ func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info 
 	// restored from integers).
 	reason, vf := r.val.Validate(f)
 	ok := r.commit(now, reason, vf) && s != nil && r.requantize(f, pr)
-	r.baselineOrRefuse(ok, s, info, &r.ents)
+	r.baselineOrRefuse(ok, s, info, r.ents)
 }
 
 // commitRestored validates and commits a whole frame of restored members,
@@ -402,29 +393,11 @@ func (r *Receiver) requantize(f *assembler.Frame, p quant.Precision) bool {
 }
 
 // keepBaseline keeps a validated frame — its quantized members, the very
-// integers the digest was checked over — as a baseline of its island, and
-// lets go of those the window no longer keeps. When the table's recycled
-// storage is at least as large as *ents', the two trade storage instead of
-// copying members; otherwise (a fresh table, or one of a smaller island)
-// the members are copied, so scratch storage never shrinks and steady state
-// allocates nothing.
-func (r *Receiver) keepBaseline(s *v2Island, info baseline.FrameInfo, ents *[]baseline.Entry) {
-	t := s.kept.NewTable()
-	t.ID, t.Frame = info.Key.Seq, info
-	if cap(t.Entries) >= cap(*ents) {
-		t.Entries, *ents = *ents, t.Entries[:0]
-	} else {
-		t.Entries = append(t.Entries, *ents...)
-	}
-	if s.kept.Keep(t, r.newestSeq) {
-		r.stats.V2.Stored++
-	}
-}
-
-// keepBaselineCopy is keepBaseline for members that stay where they are:
-// they are copied into the table (whose recycled storage fits them once
-// warm).
-func (r *Receiver) keepBaselineCopy(s *v2Island, info baseline.FrameInfo, ents []baseline.Entry) {
+// integers its sum or digest was checked over — as a baseline of its
+// island, and lets go of those the window no longer keeps. The members are
+// copied into a table the island recycled, whose storage fits them once
+// warm: steady state allocates nothing.
+func (r *Receiver) keepBaseline(s *v2Island, info baseline.FrameInfo, ents []baseline.Entry) {
 	t := s.kept.NewTable()
 	t.ID, t.Frame = info.Key.Seq, info
 	t.Entries = append(t.Entries[:0], ents...)
