@@ -192,7 +192,7 @@ func BenchmarkFanOut(b *testing.B) {
 				live(b, bc, uint32(1000+10*k), m)
 				frames = append(frames, frameOf(uint32(1000+10*k), m, 1))
 			}
-			chain := ids(1, 160)
+			chain := ids(1, 400)
 			live(b, bc, 1, chain)
 			frames = append(frames, frameOf(1, chain, 1))
 			for id := ObserverID(1); id <= ObserverID(n); id++ {
@@ -227,7 +227,7 @@ func TestParity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		chain := ids(1, 160)
+		chain := ids(1, 1500)
 		live(t, bc, 1, chain)
 		_ = bc.Join(1, 0)
 		_ = bc.Subscribe(1, codec.Subscribe{All: true})

@@ -154,7 +154,7 @@ func TestKeyframesStaggered(t *testing.T) {
 func TestFragmentedFrameHeldWhenAllConfirmed(t *testing.T) {
 	for _, parity := range []int{-1, 2} {
 		b, _ := New(Config{Parity: parity})
-		m := ids(1, 300)
+		m := ids(1, 600)
 		live(t, b, 1, m)
 		subscribeAll(t, b, 1)
 		dec, _ := codec.NewV2Decoder(codec.Config{})

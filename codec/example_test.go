@@ -111,6 +111,6 @@ func ExampleV2Encoder() {
 	ents, _ := recs[0].ExpandDelta(nil, held, h.Time)
 	fmt.Println("delta:", len(dg), "bytes, lag", recs[0].Lag, "x", ents[0].Q.X)
 	// Output:
-	// key: 46 bytes, x 1000
-	// delta: 37 bytes, lag 1 x 1040
+	// key: 41 bytes, x 1000
+	// delta: 39 bytes, lag 1 x 1040
 }

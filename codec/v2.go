@@ -40,10 +40,9 @@ const (
 	// KindRun: consecutive islands whose every member moved exactly as the
 	// baseline's motion predicts (a body at rest stays put): no member data.
 	KindRun RecordKind = 2
-	// KindGapDelta: a delta whose lag also covers every island
-	// between the previous record's last island and this one, each of them
-	// predicted as in a run: a run and the delta after it, in one record.
-	KindGapDelta RecordKind = 3
+	// KindBatch: the whole frames of many islands in one range-coded
+	// stream. Decode hands its islands back as key, delta and run records.
+	KindBatch RecordKind = 3
 )
 
 // Head byte bits of a v2 record.

@@ -29,7 +29,10 @@ type V2Record struct {
 	Fragments, Index, First, N       int    // key, delta: this part's place (one part: 1, 0, 0, Total)
 	Parity                           int    // parity records: how many the frame carries
 	Digest                           uint64 // fragments: the whole frame's digest
-	members                          []byte // encoded members
+	members                          []byte // encoded members (a batch delta: the changed-member bitmap)
+	// A batch keyframe's members as Decode read them: stable id,
+	// generation and six values each.
+	vals []int64
 	// A delta's residuals as Decode read them: for each changed member its
 	// field mask, then its nonzero residuals in field order.
 	res []int64
@@ -41,6 +44,10 @@ type V2Decoder struct {
 	cfg  Config
 	recs []V2Record
 	res  []int64 // the records' residuals, back to back
+	vals []int64 // batch keyframes' members, back to back
+	bits []byte  // batch deltas' bitmaps, back to back
+	bat  batchState
+	rc   rcDecoder
 }
 
 // NewV2Decoder returns a decoder enforcing cfg (zero fields mean defaults).
@@ -106,11 +113,18 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 	h.Seq = binary.LittleEndian.Uint32(b[9:])
 	h.Time = island.Time(binary.LittleEndian.Uint64(b[13:]))
 	h.Sum = binary.LittleEndian.Uint32(b[sumAt:])
-	d.recs = d.recs[:0]
-	d.res = d.res[:0]
+	d.recs, d.res, d.vals, d.bits = d.recs[:0], d.res[:0], d.vals[:0], d.bits[:0]
 	p := v2Parser{b: b, off: V2HeaderSize, res: &d.res}
 	var last uint32
 	for p.off < len(b) {
+		if RecordKind(b[p.off]&headKind) == KindBatch {
+			var err error
+			if last, err = d.batch(&p, last, len(d.recs) == 0); err != nil {
+				d.recs = d.recs[:0]
+				return h, nil, err
+			}
+			continue
+		}
 		var r V2Record
 		if err := p.record(&r, &d.cfg, last, len(d.recs) == 0); err != nil {
 			d.recs = d.recs[:0]
@@ -250,8 +264,10 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 	switch {
 	case r.Class > quant.Loose:
 		return fail(ErrMalformed, at, "record head")
-	case r.Kind == KindGapDelta && (first || frag):
-		return fail(ErrMalformed, at, "gap delta head")
+	case r.Kind == KindBatch:
+		return fail(ErrMalformed, at, "batch head")
+	case !frag:
+		return fail(ErrMalformed, at, "a whole frame outside a batch")
 	case hb&headSameRef != 0 && (r.Kind == KindKey || !p.ref.ok):
 		return fail(ErrMalformed, at, "record head: no reference to share")
 	case r.Kind == KindRun && r.Flags != 0:
@@ -277,12 +293,6 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 	r.Island = uint32(isl)
 	if parity {
 		return p.parity(r)
-	}
-	if r.Kind == KindGapDelta {
-		if delta < 2 {
-			return fail(ErrMalformed, at+1, "gap delta: no gap")
-		}
-		r.Count = delta - 1
 	}
 	if r.Kind == KindKey {
 		s, err := p.u32("sender")
@@ -312,17 +322,6 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 	if r.Kind != KindKey {
 		p.ref.ok, p.ref.lag = true, r.Lag
 	}
-	if r.Kind == KindRun {
-		n, err := p.bounded("run count", 1, 1<<32-1, false)
-		if err != nil {
-			return err
-		}
-		if uint64(r.Island)+uint64(n)-1 > 1<<32-1 {
-			return fail(ErrMalformed, p.off, "run count")
-		}
-		r.Count = uint32(n)
-		return nil
-	}
 	if r.Total, err = p.bounded("total members", 1, uint64(cfg.MaxMembers), true); err != nil {
 		return err
 	}
@@ -350,8 +349,6 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 	switch {
 	case r.Kind == KindKey:
 		err = p.skipKey(r.N)
-	case r.Total == 1 && !frag: // a whole one-member delta: no bitmap
-		err = p.member(true)
 	default:
 		err = p.skipDelta(r.N)
 	}
@@ -456,8 +453,18 @@ func (p *v2Parser) member(zeroOK bool) error {
 // ExpandKey decodes a key record's members into dst (reused), with the
 // record's Segment and the datagram time t in every record.
 func (r *V2Record) ExpandKey(dst []baseline.Entry, t island.Time) []baseline.Entry {
-	p := v2Parser{b: r.members}
 	dst = dst[:0]
+	if r.vals != nil {
+		for v := r.vals; len(v) >= 8; v = v[8:] {
+			var e baseline.Entry
+			e.ID = island.MemberID{Stable: uint64(v[0]), Generation: uint32(v[1])}
+			e.Q = quant.State{X: v[2], Y: v[3], Angle: v[4], VX: v[5], VY: v[6], AngVel: v[7]}
+			e.Time, e.Segment = t, r.Segment
+			dst = append(dst, e)
+		}
+		return dst
+	}
+	p := v2Parser{b: r.members}
 	for range r.N {
 		var e baseline.Entry
 		s, _ := p.uvarint("")
@@ -550,4 +557,92 @@ func Predict(dst []baseline.Entry, base *baseline.Table, t island.Time) []baseli
 		}
 	}
 	return dst
+}
+
+// batch reads a batch record: head, first island (after last, unless it is
+// the datagram's first record), island count, stream length and stream;
+// then each island from the stream, handed back as a record of its own —
+// a keyframe, a delta, or a run (consecutive predicted islands with one
+// lag and class share one). It returns the record's last island.
+func (d *V2Decoder) batch(p *v2Parser, last uint32, first bool) (uint32, error) {
+	at := p.off
+	if p.b[p.off] != byte(KindBatch) {
+		return 0, fail(ErrMalformed, at, "batch head")
+	}
+	p.off++
+	delta, err := p.u32("island")
+	if err != nil {
+		return 0, err
+	}
+	if !first && delta == 0 {
+		return 0, fail(ErrMalformed, at+1, "island order")
+	}
+	isl := uint64(last) + uint64(delta)
+	if isl > 1<<32-1 {
+		return 0, fail(ErrMalformed, at+1, "island")
+	}
+	n, err := p.bounded("batch islands", 1, MaxBatchIslands, true)
+	if err != nil {
+		return 0, err
+	}
+	at = p.off
+	l, err := p.u32("batch length")
+	if err != nil {
+		return 0, err
+	}
+	if uint64(l) > uint64(len(p.b)-p.off) {
+		return 0, fail(ErrTruncated, len(p.b), "batch")
+	}
+	d.rc.reset(p.b[p.off : p.off+int(l)])
+	p.off += int(l)
+	st := &d.bat
+	st.reset()
+	members := 0
+	start := len(d.recs)
+	for range n {
+		var it batchIsland
+		if field, ok := st.decodeHead(&d.rc, &it, uint32(isl), d.cfg.MaxMembers); !ok {
+			return 0, fail(ErrMalformed, at, "batch: "+field)
+		}
+		if members += it.n; members > MaxBatchMembers {
+			return 0, fail(ErrLimit, at, "batch members")
+		}
+		r := V2Record{Class: it.class, Flags: it.flags, Island: it.island, Lag: it.lag,
+			Total: it.n, Fragments: 1, N: it.n}
+		switch it.kind {
+		case batchPredicted:
+			if k := len(d.recs) - 1; k >= start {
+				if q := &d.recs[k]; q.Kind == KindRun && q.Lag == it.lag && q.Class == it.class && q.Island+q.Count == it.island {
+					q.Count++
+					continue
+				}
+			}
+			r.Kind, r.Count, r.Total, r.N, r.Fragments = KindRun, 1, 0, 0, 0
+		case batchDelta:
+			r.Kind = KindDelta
+			rs := len(d.res)
+			if it.n > 1 {
+				bs := len(d.bits)
+				d.bits = append(d.bits, make([]byte, (it.n+7)/8)...)
+				r.members = d.bits[bs:len(d.bits):len(d.bits)]
+			}
+			var ok bool
+			if d.res, ok = st.decodeDelta(&d.rc, it.n, d.res, r.members); !ok {
+				return 0, fail(ErrMalformed, at, "batch: residual")
+			}
+			r.res = d.res[rs:len(d.res):len(d.res)]
+		case batchKey:
+			r.Kind = KindKey
+			r.Sender = island.SenderID(it.key[0])
+			r.Epoch, r.Topology, r.Config, r.Segment = it.key[1], it.key[2], it.key[3], it.key[4]
+			vs := len(d.vals)
+			var ok bool
+			if d.vals, ok = st.decodeKey(&d.rc, it.n, d.vals); !ok {
+				return 0, fail(ErrMalformed, at, "batch: key value")
+			}
+			r.vals = d.vals[vs:len(d.vals):len(d.vals)]
+		}
+		d.recs = append(d.recs, r)
+	}
+	return st.last, nil
 }

@@ -74,7 +74,9 @@ type V2Encoder struct {
 	bytes    V2Bytes
 	// per-field sizes of the frame being built, added to bytes once placed
 	fieldBytes [4]int64 // indices, position, angle, velocity
-	run        openRun
+	bat        openBatch
+	dres       []resMember // the delta being added: each member's residuals
+	keys       []keyMember // the keyframe being added: each member
 	// islands each datagram carries records of, back to back; islEnds
 	// holds each closed datagram's end in isl
 	isl     []uint32
@@ -84,21 +86,20 @@ type V2Encoder struct {
 	// fragment count) or a parity record (0) is placed in it
 	parts int
 	// sum hashes the sums of the whole frames the open datagram carries,
-	// in order; runSums are those of the open run's islands
-	sum     DatagramSum
-	runSums []uint64
+	// in order
+	sum DatagramSum
 	// the sum of the frame being added
 	fsum uint64
 }
 
-// openRun is the run record being gathered: consecutive islands that moved
-// exactly as predicted against the same lag and class.
-type openRun struct {
-	open         bool
-	first, count uint32
-	lag          uint32
-	class        quant.Class
-	last         uint32
+// openBatch is the batch record being coded into the open datagram.
+type openBatch struct {
+	open  bool
+	first uint32 // its first island
+	st    batchState
+	rc    rcEncoder
+	// members coded so far (MaxBatchMembers caps them)
+	members int
 }
 
 // Bytes returns where the encoder's bytes went since it was made.
@@ -124,8 +125,7 @@ func (e *V2Encoder) Begin(packet, seq uint32, t island.Time) {
 	e.packet, e.seq, e.time = packet, seq, t
 	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
 	e.isl, e.islEnds, e.partsD = e.isl[:0], e.islEnds[:0], e.partsD[:0]
-	e.run.open = false
-	e.runSums = e.runSums[:0]
+	e.bat.open = false
 }
 
 // Next returns the number the next datagram would have: Begin's packet plus
@@ -159,6 +159,7 @@ func (e *V2Encoder) open() {
 }
 
 func (e *V2Encoder) close() {
+	e.finishBatch()
 	if e.cur >= 0 {
 		dg := e.buf[e.cur:]
 		binary.LittleEndian.PutUint32(dg[sumAt:], e.sum.Sum32())
@@ -194,16 +195,12 @@ func (e *V2Encoder) place(head byte, isl uint32, body []byte, lag uint32, refLen
 		}
 		e.ref.ok, e.ref.lag = true, lag
 	}
-	lo := isl // the islands the record covers: a gap delta's gap too
-	if RecordKind(head&headKind) == KindGapDelta {
-		lo = e.lastIsl + 1
-	}
 	n0 := len(e.buf)
 	e.buf = append(e.buf, head)
 	e.buf = appendU(e.buf, uint64(isl-e.lastIsl))
 	e.buf = append(e.buf, body...)
 	e.lastIsl = isl
-	e.noteIslands(lo, isl)
+	e.noteIslands(isl, isl)
 	e.bytes.Total += int64(len(e.buf) - n0)
 	e.bytes.Records += int64(len(e.buf) - n0) // the caller moves what was not a header elsewhere
 }
@@ -219,8 +216,7 @@ func (e *V2Encoder) noteIslands(lo, hi uint32) {
 }
 
 // Islands returns the islands datagram i of the last Datagrams call carries
-// records of — every island a run or a gap delta covers too — ascending and
-// distinct. It aliases the encoder's memory until the next Begin.
+// records of, ascending and distinct. It aliases the encoder's memory until the next Begin.
 func (e *V2Encoder) Islands(i int) []uint32 {
 	start := 0
 	if i > 0 {
@@ -232,7 +228,6 @@ func (e *V2Encoder) Islands(i int) []uint32 {
 // Datagrams closes the open datagram and returns every datagram of this
 // broadcast. The slices alias the encoder's buffer until the next Begin.
 func (e *V2Encoder) Datagrams() [][]byte {
-	e.flushRun()
 	e.close()
 	e.views = splitAt(e.views[:0], e.buf, e.ends)
 	return e.views
@@ -273,8 +268,20 @@ func (e *V2Encoder) AddKey(f *V2Frame) error {
 		return err
 	}
 	e.fsum = e.sumOf(f)
-	e.flushRun()
-	// Frame-level fields, then each member: identity, six values.
+	keys := e.keys[:0]
+	for i := range f.Members {
+		m := &f.Members[i]
+		keys = append(keys, keyMember{stable: m.ID.Stable, gen: m.ID.Generation,
+			v: [6]int64{m.Q.X, m.Q.Y, m.Q.Angle, m.Q.VX, m.Q.VY, m.Q.AngVel}})
+	}
+	e.keys = keys
+	it := batchIsland{island: f.Key.Island, kind: batchKey, class: f.Class, flags: f.Flags, n: len(f.Members),
+		key: [5]uint32{uint32(f.Sender), f.Key.Epoch, f.Key.Topology, f.Key.Config, f.Segment}}
+	if e.batchAdd(&it) {
+		return nil
+	}
+	// Too large for a datagram: fragments. Frame-level fields, then each
+	// member: identity, six values.
 	e.scratch = e.scratch[:0]
 	e.members = e.members[:0]
 	e.fieldBytes = [4]int64{}
@@ -312,9 +319,8 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 	ps, as := shifts(f.Class.Precision())
 	dt := int64(e.time - bf.Time)
 	unchanged := true
-	e.scratch = e.scratch[:0]
-	e.members = e.members[:0]
-	e.fieldBytes = [4]int64{}
+	dres := slices.Grow(e.dres[:0], len(f.Members))[:len(f.Members)]
+	e.dres = dres
 	for i := range f.Members {
 		m := &f.Members[i]
 		b := &ref.Base.Entries[i]
@@ -327,47 +333,50 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 		predictInto(&pr, dt, ps, as)
 		vp := m.Q
 		predictVel(&vp, &b.Q, dt, ps, as)
-		d := quant.State{X: m.Q.X - pr.X, Y: m.Q.Y - pr.Y, Angle: m.Q.Angle - pr.Angle,
-			VX: m.Q.VX - vp.VX, VY: m.Q.VY - vp.VY, AngVel: m.Q.AngVel - vp.AngVel}
-		var mask byte
-		for k, v := range fields(&d) {
-			if *v != 0 {
-				mask |= 1 << k
+		r := &dres[i]
+		r.d = [6]int64{m.Q.X - pr.X, m.Q.Y - pr.Y, m.Q.Angle - pr.Angle,
+			m.Q.VX - vp.VX, m.Q.VY - vp.VY, m.Q.AngVel - vp.AngVel}
+		r.mask = 0
+		for k, v := range r.d {
+			if v != 0 {
+				r.mask |= 1 << k
 			}
 		}
-		if mask == 0 && len(f.Members) == 1 {
-			e.scratch = append(e.scratch, 0) // a one-member delta has no bitmap: its mask says "unchanged"
-			e.count(0, 1)
-		}
-		if mask != 0 {
+		if r.mask != 0 {
 			unchanged = false
-			e.scratch = append(e.scratch, mask)
+		}
+	}
+	it := batchIsland{island: f.Key.Island, kind: batchDelta, class: f.Class, flags: f.Flags, lag: lag, n: len(f.Members)}
+	if unchanged && f.Flags == 0 {
+		it.kind = batchPredicted
+	}
+	if e.batchAdd(&it) {
+		return nil
+	}
+	// Too large for a datagram: fragments, each member's mask and
+	// residuals as bytes.
+	e.scratch = e.scratch[:0]
+	e.members = e.members[:0]
+	e.fieldBytes = [4]int64{}
+	for i := range dres {
+		r := &dres[i]
+		if r.mask != 0 {
+			e.scratch = append(e.scratch, r.mask)
 			e.count(0, 1)
-			for k, v := range fields(&d) {
-				if mask&(1<<k) != 0 {
+			for k, v := range r.d {
+				if v != 0 {
 					n := len(e.scratch)
-					e.scratch = appendS(e.scratch, *v)
+					e.scratch = appendS(e.scratch, v)
 					e.count(fieldCategory[k], len(e.scratch)-n)
 				}
 			}
 		}
 		e.members = append(e.members, len(e.scratch))
 	}
-	if unchanged && f.Flags == 0 {
-		e.addRun(f.Key.Island, lag, f.Class, e.fsum)
-		return nil
-	}
-	kind := KindDelta
-	if r := &e.run; r.open && r.lag == lag && r.class == f.Class &&
-		r.last+1 == f.Key.Island && e.cur >= 0 && r.first == e.lastIsl+1 {
-		kind, r.open = KindGapDelta, false // the run rides on this record
-	} else {
-		e.flushRun()
-	}
 	pre := e.rec[:0]
 	pre = appendU(pre, uint64(lag))
 	e.rec = pre
-	return e.emit(head(kind, f.Class, f.Flags), f, lag, len(pre))
+	return e.emit(head(KindDelta, f.Class, f.Flags), f, lag, len(pre))
 }
 
 func (e *V2Encoder) check(f *V2Frame) error {
@@ -387,47 +396,6 @@ func (e *V2Encoder) check(f *V2Frame) error {
 	return nil
 }
 
-// addRun extends the open run with island isl, or starts a new one.
-func (e *V2Encoder) addRun(isl, lag uint32, class quant.Class, sum uint64) {
-	r := &e.run
-	if r.open && r.lag == lag && r.class == class && isl == r.last+1 {
-		r.count++
-		r.last = isl
-		e.runSums = append(e.runSums, sum)
-		return
-	}
-	e.flushRun()
-	*r = openRun{open: true, first: isl, count: 1, lag: lag, class: class, last: isl}
-	e.runSums = append(e.runSums[:0], sum)
-}
-
-// addRunSums adds the sums of the run's islands to the open datagram's,
-// once the run's record is placed (alone, or carried by a gap delta).
-func (e *V2Encoder) addRunSums() {
-	for _, v := range e.runSums {
-		e.sum.Add(v)
-	}
-	e.runSums = e.runSums[:0]
-}
-
-func (e *V2Encoder) flushRun() {
-	r := &e.run
-	if !r.open {
-		return
-	}
-	r.open = false
-	body := e.rec[:0]
-	body = appendU(body, uint64(r.lag))
-	body = appendU(body, uint64(r.count))
-	e.rec = body
-	e.place(head(KindRun, r.class, 0), r.first, body, r.lag, uvarintLen(uint64(r.lag)))
-	e.addRunSums()
-	if r.last != r.first {
-		e.noteIslands(r.first+1, r.last)
-	}
-	e.lastIsl = r.last // the next record's island counts from the run's last
-}
-
 // emit writes the frame whose frame-level fields are in e.rec and whose
 // member encodings are in e.scratch (ends in e.members): whole, its sum
 // added to the datagram's, when it fits a datagram; else cut into
@@ -437,32 +405,8 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 	n := len(f.Members)
 	e.rec = appendU(e.rec, uint64(n))
 	pre := len(e.rec)
-	bitmap := bitmapLen(h, n)
-	if n == 1 {
-		bitmap = 0 // a whole one-member delta has none
-	}
-	whole := pre + bitmap + len(e.scratch)
+	e.finishBatch()
 	max := e.cfg.MaxDatagram - V2HeaderSize - 1 - uvarintLen(uint64(f.Key.Island))
-	if RecordKind(h&headKind) == KindGapDelta && (whole > max || 1+uvarintLen(uint64(f.Key.Island-e.lastIsl))+whole > e.room()) {
-		// The delta goes elsewhere: the run it carried becomes a record.
-		e.run.open = true
-		saved := append([]byte(nil), e.rec...)
-		e.flushRun()
-		e.rec = append(e.rec[:0], saved...)
-		h = h&^headKind | byte(KindDelta)
-	}
-	if whole <= max {
-		body := e.appendMembers(e.rec, h, 0, n, n == 1)
-		e.rec = body
-		e.place(h, f.Key.Island, body, lag, refLen)
-		if RecordKind(h&headKind) == KindGapDelta {
-			e.addRunSums()
-		}
-		e.sum.Add(e.fsum)
-		e.account(0, bitmap)
-		e.moveFields()
-		return nil
-	}
 	d := e.digestOf(f)
 	// Fragments: greedy member ranges count the fragments needed, each sized
 	// for an empty datagram less the room a parity record needs beside its
@@ -490,6 +434,13 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 		spans = append(spans, span{first, k})
 		count++
 		first += k
+	}
+	if count == 1 { // it fits as bytes but not coded: two halves
+		if n < 2 {
+			return fail(ErrLimit, -1, "member too large for a datagram")
+		}
+		spans = append(spans[:0], span{0, n / 2}, span{n / 2, n - n/2})
+		count = 2
 	}
 	spans = e.balance(spans, h, pre, n, max)
 	withParity := e.parity > 0 && count <= MaxParityFragments
@@ -538,7 +489,7 @@ type span struct{ first, n int }
 
 // bitmapLen is the changed-member bitmap of n members (deltas only).
 func bitmapLen(h byte, n int) int {
-	if k := RecordKind(h & headKind); k != KindDelta && k != KindGapDelta {
+	if RecordKind(h&headKind) != KindDelta {
 		return 0
 	}
 	return (n + 7) / 8
@@ -592,7 +543,7 @@ func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int, noBitmap bool)
 	if first > 0 {
 		start = e.members[first-1]
 	}
-	if k := RecordKind(h & headKind); !noBitmap && (k == KindDelta || k == KindGapDelta) {
+	if !noBitmap && RecordKind(h&headKind) == KindDelta {
 		prev := start
 		for i := 0; i < n; i += 8 {
 			var bm byte
@@ -640,4 +591,96 @@ func (e *V2Encoder) digestOf(f *V2Frame) uint64 {
 
 func (e *V2Encoder) frameSum(f *V2Frame) uint64 {
 	return FrameSum(f.Sender, f.Key, e.time, f.Segment, f.Flags, f.Class, f.Members)
+}
+
+// batchAdd codes island it (its members in e.dres or e.keys) into the open
+// batch record, opening a datagram and a batch when none is, and a new
+// datagram when the open one lacks room. It reports false, having coded
+// nothing, when the island does not fit even an empty datagram: its frame
+// is then cut into fragments.
+func (e *V2Encoder) batchAdd(it *batchIsland) bool {
+	b := &e.bat
+	for {
+		if b.open && (b.st.count == MaxBatchIslands || b.members+it.n > MaxBatchMembers) {
+			e.close()
+		}
+		if !b.open {
+			if e.cur >= 0 && it.island <= e.lastIsl {
+				e.close()
+			}
+			e.open()
+			b.open, b.first, b.members = true, it.island, 0
+			b.st.reset()
+			b.rc.reset(b.rc.out)
+		}
+		mark := b.rc.mark()
+		pos := b.st.batchPos
+		b.st.encodeHead(&b.rc, it)
+		switch it.kind {
+		case batchDelta:
+			b.st.encodeDelta(&b.rc, e.dres)
+		case batchKey:
+			b.st.encodeKey(&b.rc, e.keys)
+		}
+		reserve := 1 + uvarintLen(uint64(b.first-e.lastIsl)) + uvarintLen(uint64(b.st.count)) + uvarintLen(uint64(e.cfg.MaxDatagram))
+		if reserve+b.rc.bound() <= e.room() {
+			b.members += it.n
+			e.sum.Add(e.fsum)
+			e.isl = append(e.isl, it.island)
+			return true
+		}
+		b.rc.rollback(mark)
+		b.st.batchPos = pos
+		if b.st.count == 0 && len(e.buf)-e.cur == V2HeaderSize {
+			b.open = false // nothing else in an empty datagram, and still too large
+			return false
+		}
+		e.close()
+	}
+}
+
+// finishBatch ends the open batch record and writes it into the open
+// datagram: head, first island, island count, stream length, stream.
+func (e *V2Encoder) finishBatch() {
+	b := &e.bat
+	if !b.open {
+		return
+	}
+	b.open = false
+	if b.st.count == 0 {
+		return
+	}
+	out := b.rc.finish()
+	n0 := len(e.buf)
+	e.buf = append(e.buf, byte(KindBatch))
+	e.buf = appendU(e.buf, uint64(b.first-e.lastIsl))
+	e.buf = appendU(e.buf, uint64(b.st.count))
+	e.buf = appendU(e.buf, uint64(len(out)))
+	e.buf = append(e.buf, out...)
+	e.lastIsl = b.st.last
+	e.bytes.Total += int64(len(e.buf) - n0)
+	e.bytes.Records += int64(len(e.buf) - n0 - len(out))
+	e.costOut(len(out))
+}
+
+// costOut shares a finished stream's n bytes among V2Bytes' categories in
+// proportion to what its symbols cost, and starts the costs over.
+func (e *V2Encoder) costOut(n int) {
+	c := &e.bat.rc.costs
+	var sum int64
+	for _, v := range c {
+		sum += v
+	}
+	if sum > 0 {
+		share := func(i int) int64 { return int64(n) * c[i] / sum }
+		idx, pos, ang, vel := share(catIndex), share(catPosition), share(catAngle), share(catVelocity)
+		e.bytes.Indices += idx
+		e.bytes.Position += pos
+		e.bytes.Angle += ang
+		e.bytes.Velocity += vel
+		e.bytes.Records += int64(n) - idx - pos - ang - vel
+	} else {
+		e.bytes.Records += int64(n)
+	}
+	*c = [numCats]int64{}
 }

@@ -149,7 +149,7 @@ func parseStandalone(b []byte, c *Config, res *[]int64) (V2Record, error) {
 	if err := p.record(&r, c, 0, true); err != nil {
 		return V2Record{}, err
 	}
-	if r.Kind == KindRun || r.Kind == KindGapDelta || r.Kind == KindParity || r.Fragments < 2 {
+	if r.Kind == KindRun || r.Kind == KindParity || r.Fragments < 2 {
 		return V2Record{}, fail(ErrMalformed, 0, "shard kind")
 	}
 	for _, x := range b[p.off:] {

@@ -268,3 +268,4 @@ func BenchmarkFiedlerCost(b *testing.B) {
 		})
 	}
 }
+

@@ -7,6 +7,7 @@ import (
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 )
 
 // The design notes' worked example of decoding against a declared baseline,
@@ -409,11 +410,22 @@ func TestRunClassMustMatchBaseline(t *testing.T) {
 	if rec := r.record(43, seedA); rec.Kind != codec.KindRun || rec.Class != 0 {
 		t.Fatalf("43: %v of class %d, want a rigid run", rec.Kind, rec.Class)
 	}
-	dg := append([]byte(nil), r.dgs[43][0]...)
-	dg[codec.V2HeaderSize] |= 2 << 2 // class loose
+	// The same island at rest, predicted at frame 43 from a baseline of
+	// class loose: the encoder writes the class it was given.
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	h, _, _ := dec.Decode(r.dgs[43][0])
+	enc, _ := codec.NewV2Encoder(codec.Config{})
+	fake := &baseline.Table{ID: 42, Entries: []baseline.Entry{{ID: island.MemberID{Stable: 1}}},
+		Frame: baseline.FrameInfo{Sender: 1, Key: island.Key{Island: seedA, Seq: 42}, Time: 42 * 25_000, Class: quant.Loose}}
+	f := codec.V2Frame{Sender: 1, Key: island.Key{Island: seedA, Seq: 43}, Class: quant.Loose, Members: fake.Entries}
+	enc.Begin(h.Packet, 43, h.Time)
+	if err := enc.AddDelta(&f, &codec.V2Ref{Base: fake}); err != nil {
+		t.Fatal(err)
+	}
+	dg := enc.Datagrams()[0]
 	before := rx.Stats()
 	_ = rx.Feedback(nil)
-	rx.Datagram(r.now+50_000, resign(dg))
+	rx.Datagram(r.now+50_000, dg)
 	after := rx.Stats()
 	if after.FramesCommitted != before.FramesCommitted || after.Decode.Malformed != before.Decode.Malformed+1 {
 		t.Fatalf("committed %d → %d, malformed %d → %d", before.FramesCommitted, after.FramesCommitted, before.Decode.Malformed, after.Decode.Malformed)

@@ -95,9 +95,6 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 		switch rec.Kind {
 		case codec.KindRun:
 			r.v2Run(now, h, rec, rec.Island, rec.Count)
-		case codec.KindGapDelta:
-			r.v2Run(now, h, rec, rec.Island-rec.Count, rec.Count)
-			r.v2Delta(now, h, rec)
 		case codec.KindDelta:
 			r.v2Delta(now, h, rec)
 			r.parityData(now, h, rec)

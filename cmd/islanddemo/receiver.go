@@ -112,12 +112,7 @@ func (n *naive) receiveV2(dg []byte) {
 			n.ents = r.ExpandKey(n.ents, h.Time)
 			info := baseline.FrameInfo{Sender: r.Sender, Key: island.Key{Island: r.Island, Epoch: r.Epoch, Topology: r.Topology, Config: r.Config, Seq: h.Seq}, Time: h.Time, Segment: r.Segment, Class: r.Class}
 			n.apply(r.Island, info, r.First, r.Total, n.ents)
-		case codec.KindDelta, codec.KindGapDelta:
-			if r.Kind == codec.KindGapDelta {
-				for k := r.Count; k > 0; k-- {
-					n.predicted(r.Island-k, h)
-				}
-			}
+		case codec.KindDelta:
 			base := n.last[r.Island]
 			if base == nil || len(base.Entries) != r.Total {
 				continue

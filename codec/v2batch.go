@@ -1,0 +1,443 @@
+package codec
+
+import (
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
+)
+
+// A batch record carries whole frames of many islands in one range-coded
+// stream (rangecode.go): for each island, what it is (a prediction, a
+// delta or a keyframe) and its values, each symbol in an adaptive context
+// that learns from the islands before it in the same record. Every island
+// of a broadcast whose frame fits a datagram travels in one; the contexts
+// start afresh in every record, so each datagram decodes alone.
+
+// Where an encoder counts the cost of a symbol (V2Bytes' categories).
+const (
+	catFraming = iota
+	catIndex
+	catPosition
+	catAngle
+	catVelocity
+	numCats
+)
+
+var fieldCat = [6]int{catPosition, catPosition, catAngle, catVelocity, catVelocity, catVelocity}
+
+// What a batch island is.
+const (
+	batchPredicted = 0 // every member moved as its baseline's motion predicts
+	batchDelta     = 1 // residuals against a baseline
+	batchKey       = 2 // whole values
+	batchStart     = 3 // the context before a record's first island
+)
+
+// batchModels is every context of one batch record.
+type batchModels struct {
+	gapZero [2]prob // the island follows the previous one directly; by whether the previous did
+	gap     magModel
+	coded   [4]prob // not a prediction; by the previous island's kind
+	key     [4]prob // a keyframe, when coded; by the previous island's kind
+	class   [3]prob // two bits, a binary tree
+	flags   [2]prob // Initial, Releasing
+	lagSame prob
+	lag     magModel
+	nSame   prob
+	n       magModel
+	keySame [5]prob // sender, epoch, topology, config, segment as the previous keyframe's
+	keyVal  magModel
+	changed [3]prob    // a delta member changed: the island's only member; after one that changed; after one that did not
+	nz      [6][2]prob // a residual is not zero; by whether the field before it was not
+	res     [6]sgnModel
+	idZero  prob
+	id      sgnModel
+	genSame prob
+	gen     magModel
+	keyNZ   [6]prob
+	keyRes  [6]sgnModel
+}
+
+// freshModels is every context at its starting probability, one half.
+var freshModels = func() (m batchModels) {
+	set := func(ps ...*prob) {
+		for _, p := range ps {
+			*p = probInit
+		}
+	}
+	for i := range 2 {
+		set(&m.gapZero[i], &m.flags[i])
+	}
+	for i := range 4 {
+		set(&m.coded[i], &m.key[i])
+	}
+	for i := range 3 {
+		set(&m.class[i], &m.changed[i])
+	}
+	for i := range 5 {
+		set(&m.keySame[i])
+	}
+	set(&m.lagSame, &m.nSame, &m.idZero, &m.genSame)
+	for _, mm := range []*magModel{&m.gap, &m.lag, &m.n, &m.keyVal, &m.gen} {
+		mm.init()
+	}
+	m.id.init()
+	for k := range 6 {
+		set(&m.nz[k][0], &m.nz[k][1], &m.keyNZ[k])
+		m.res[k].init()
+		m.keyRes[k].init()
+	}
+	return m
+}()
+
+// batchState is what both ends of a batch record know between islands.
+type batchState struct {
+	m batchModels
+	batchPos
+}
+
+// batchPos is a batch state's scalars: what an encoder saves beside its
+// rcMark to take an island back.
+type batchPos struct {
+	count      int    // islands so far
+	last       uint32 // the previous island
+	prevGap0   int    // 1 when the previous island followed its predecessor directly
+	prevKind   int
+	prevLag    uint32
+	prevN      int
+	prevKey    [5]uint32
+	prevStable uint64
+	prevGen    uint32
+}
+
+func (s *batchState) reset() {
+	s.m = freshModels
+	s.batchPos = batchPos{prevGap0: 1, prevKind: batchStart}
+}
+
+// batchIsland is one island as a batch codes it.
+type batchIsland struct {
+	island uint32
+	kind   int
+	class  quant.Class
+	flags  island.Flags
+	lag    uint32 // predicted, delta
+	n      int    // delta, key: members
+	key    [5]uint32
+}
+
+// resMember is one member of a delta: its field mask (bit k: field k's
+// residual is not zero) and its residuals, in field order.
+type resMember struct {
+	mask byte
+	d    [6]int64
+}
+
+// keyMember is one member of a keyframe: identity and values.
+type keyMember struct {
+	stable uint64
+	gen    uint32
+	v      [6]int64
+}
+
+// encodeHead codes an island's kind, gap, class, flags, lag and member
+// count.
+func (s *batchState) encodeHead(e *rcEncoder, it *batchIsland) {
+	m := &s.m
+	e.cat = catFraming
+	if s.count > 0 {
+		gap := it.island - s.last - 1
+		e.bit(&m.gapZero[s.prevGap0], gap != 0)
+		if gap != 0 {
+			e.mag(&m.gap, uint64(gap))
+		}
+	}
+	e.bit(&m.coded[s.prevKind], it.kind != batchPredicted)
+	if it.kind != batchPredicted {
+		e.bit(&m.key[s.prevKind], it.kind == batchKey)
+	}
+	c := byte(it.class)
+	e.bit(&m.class[0], c&2 != 0)
+	e.bit(&m.class[1+c>>1], c&1 != 0)
+	if it.kind != batchPredicted {
+		e.bit(&m.flags[0], it.flags&island.FlagInitial != 0)
+		e.bit(&m.flags[1], it.flags&island.FlagReleasing != 0)
+	}
+	if it.kind != batchKey {
+		e.bit(&m.lagSame, it.lag == s.prevLag)
+		if it.lag != s.prevLag {
+			e.mag(&m.lag, uint64(it.lag))
+		}
+	}
+	if it.kind != batchPredicted {
+		e.bit(&m.nSame, it.n == s.prevN)
+		if it.n != s.prevN {
+			e.mag(&m.n, uint64(it.n))
+		}
+	}
+	if it.kind == batchKey {
+		for i, v := range it.key {
+			e.bit(&m.keySame[i], v == s.prevKey[i])
+			if v != s.prevKey[i] {
+				e.mag(&m.keyVal, uint64(v)+1)
+			}
+		}
+	}
+	s.after(it)
+}
+
+// after moves the state past island it.
+func (s *batchState) after(it *batchIsland) {
+	s.prevGap0 = 0
+	if s.count == 0 || it.island == s.last+1 {
+		s.prevGap0 = 1
+	}
+	s.count++
+	s.last = it.island
+	s.prevKind = it.kind
+	if it.kind != batchKey {
+		s.prevLag = it.lag
+	}
+	if it.kind != batchPredicted {
+		s.prevN = it.n
+	}
+	if it.kind == batchKey {
+		s.prevKey = it.key
+	}
+}
+
+// encodeDelta codes a delta's members.
+func (s *batchState) encodeDelta(e *rcEncoder, ms []resMember) {
+	m := &s.m
+	prev := 1
+	for i := range ms {
+		r := &ms[i]
+		ctx := 0
+		if len(ms) > 1 {
+			ctx = 2 - prev
+		}
+		e.cat = catIndex
+		e.bit(&m.changed[ctx], r.mask != 0)
+		prev = 0
+		if r.mask == 0 {
+			continue
+		}
+		prev = 1
+		c := 0
+		for k := range 6 {
+			nz := r.mask&(1<<k) != 0
+			if k < 5 || r.mask&0x1f != 0 { // a changed member's last field is nonzero if no other is
+				e.cat = catIndex
+				e.bit(&m.nz[k][c], nz)
+			}
+			c = 0
+			if nz {
+				c = 1
+				e.cat = fieldCat[k]
+				e.signed(&m.res[k], r.d[k])
+			}
+		}
+	}
+}
+
+// encodeKey codes a keyframe's members.
+func (s *batchState) encodeKey(e *rcEncoder, ms []keyMember) {
+	m := &s.m
+	for i := range ms {
+		k := &ms[i]
+		e.cat = catIndex
+		d := int64(k.stable - s.prevStable)
+		e.bit(&m.idZero, d != 0)
+		if d != 0 {
+			e.signed(&m.id, d)
+		}
+		s.prevStable = k.stable
+		e.bit(&m.genSame, k.gen != s.prevGen)
+		if k.gen != s.prevGen {
+			e.mag(&m.gen, uint64(k.gen)+1)
+		}
+		s.prevGen = k.gen
+		for f, v := range k.v {
+			e.cat = fieldCat[f]
+			e.bit(&m.keyNZ[f], v != 0)
+			if v != 0 {
+				e.signed(&m.keyRes[f], v)
+			}
+		}
+	}
+}
+
+// decodeHead reads an island's head into it; first is the record's first
+// island. It fails, with the field, on a value no encoder writes.
+func (s *batchState) decodeHead(d *rcDecoder, it *batchIsland, first uint32, maxMembers int) (string, bool) {
+	m := &s.m
+	it.island = first
+	if s.count > 0 {
+		gap := uint64(0)
+		if d.bit(&m.gapZero[s.prevGap0]) {
+			gap = d.mag(&m.gap)
+		}
+		if uint64(s.last)+1+gap > 1<<32-1 {
+			return "island", false
+		}
+		it.island = s.last + 1 + uint32(gap)
+	}
+	it.kind = batchPredicted
+	if d.bit(&m.coded[s.prevKind]) {
+		it.kind = batchDelta
+		if d.bit(&m.key[s.prevKind]) {
+			it.kind = batchKey
+		}
+	}
+	var c byte
+	if d.bit(&m.class[0]) {
+		c = 2
+	}
+	if d.bit(&m.class[1+c>>1]) {
+		c |= 1
+	}
+	if quant.Class(c) > quant.Loose {
+		return "class", false
+	}
+	it.class = quant.Class(c)
+	it.flags = 0
+	if it.kind != batchPredicted {
+		if d.bit(&m.flags[0]) {
+			it.flags |= island.FlagInitial
+		}
+		if d.bit(&m.flags[1]) {
+			it.flags |= island.FlagReleasing
+		}
+	}
+	if it.kind != batchKey {
+		it.lag = s.prevLag
+		if !d.bit(&m.lagSame) {
+			v := d.mag(&m.lag)
+			if v > 1<<31 || uint32(v) == s.prevLag {
+				return "lag", false
+			}
+			it.lag = uint32(v)
+		} else if s.prevLag == 0 {
+			return "lag", false
+		}
+	}
+	if it.kind != batchPredicted {
+		it.n = s.prevN
+		if !d.bit(&m.nSame) {
+			v := d.mag(&m.n)
+			if v > uint64(maxMembers) || int(v) == s.prevN {
+				return "member count", false
+			}
+			it.n = int(v)
+		} else if s.prevN == 0 {
+			return "member count", false
+		} else if it.n > maxMembers {
+			return "member count", false
+		}
+	}
+	if it.kind == batchKey {
+		for i := range it.key {
+			it.key[i] = s.prevKey[i]
+			if !d.bit(&m.keySame[i]) {
+				v := d.mag(&m.keyVal) - 1
+				if v > 1<<32-1 || uint32(v) == s.prevKey[i] {
+					return "key", false
+				}
+				it.key[i] = uint32(v)
+			}
+		}
+	}
+	s.after(it)
+	return "", true
+}
+
+// decodeDelta reads n delta members: for each changed one its mask then
+// its residuals appended to res, and its bit in bm (n > 1).
+func (s *batchState) decodeDelta(d *rcDecoder, n int, res []int64, bm []byte) ([]int64, bool) {
+	m := &s.m
+	prev := 1
+	for i := range n {
+		ctx := 0
+		if n > 1 {
+			ctx = 2 - prev
+		}
+		changed := d.bit(&m.changed[ctx])
+		prev = 0
+		if !changed {
+			if n == 1 {
+				res = append(res, 0) // a one-member delta's mask says "unchanged"
+			}
+			continue
+		}
+		prev = 1
+		if n > 1 {
+			bm[i>>3] |= 1 << (i & 7)
+		}
+		at := len(res)
+		res = append(res, 0)
+		var mask int64
+		c := 0
+		for k := range 6 {
+			nz := true
+			if k < 5 || mask != 0 {
+				nz = d.bit(&m.nz[k][c])
+			}
+			c = 0
+			if nz {
+				c = 1
+				v, ok := d.signed(&m.res[k])
+				if !ok {
+					return res, false
+				}
+				mask |= 1 << k
+				res = append(res, v)
+			}
+		}
+		res[at] = mask
+	}
+	return res, true
+}
+
+// decodeKey reads n key members onto vals: stable id, generation and six
+// values each.
+func (s *batchState) decodeKey(d *rcDecoder, n int, vals []int64) ([]int64, bool) {
+	m := &s.m
+	for range n {
+		stable := s.prevStable
+		if d.bit(&m.idZero) {
+			v, ok := d.signed(&m.id)
+			if !ok {
+				return vals, false
+			}
+			stable += uint64(v)
+		}
+		s.prevStable = stable
+		gen := s.prevGen
+		if d.bit(&m.genSame) {
+			v := d.mag(&m.gen) - 1
+			if v > 1<<32-1 || uint32(v) == s.prevGen {
+				return vals, false
+			}
+			gen = uint32(v)
+		}
+		s.prevGen = gen
+		vals = append(vals, int64(stable), int64(gen))
+		for f := range 6 {
+			var v int64
+			if d.bit(&m.keyNZ[f]) {
+				var ok bool
+				if v, ok = d.signed(&m.keyRes[f]); !ok {
+					return vals, false
+				}
+			}
+			vals = append(vals, v)
+		}
+	}
+	return vals, true
+}
+
+// The caps of one batch record, which both ends hold to: islands, and
+// members of the deltas and keyframes in it.
+const (
+	MaxBatchIslands = 4096
+	MaxBatchMembers = 4096
+)
