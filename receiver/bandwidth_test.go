@@ -268,4 +268,3 @@ func BenchmarkFiedlerCost(b *testing.B) {
 		})
 	}
 }
-
