@@ -1,0 +1,316 @@
+package codec
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/islandsync/islandsync/baseline"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
+)
+
+// rcSymbol is one symbol of a range-coder round trip: a context bit, a
+// direct bit, or a magnitude.
+type rcSymbol struct {
+	kind int // 0 context bit, 1 direct bit, 2 magnitude, 3 signed
+	ctx  int
+	bit  bool
+	v    uint64
+	s    int64
+}
+
+func rcWrite(e *rcEncoder, ps []prob, ms []sgnModel, syms []rcSymbol) {
+	for _, s := range syms {
+		switch s.kind {
+		case 0:
+			e.bit(&ps[s.ctx], s.bit)
+		case 1:
+			e.direct(s.bit)
+		case 2:
+			e.mag(&ms[s.ctx].mag, s.v)
+		case 3:
+			e.signed(&ms[s.ctx], s.s)
+		}
+	}
+}
+
+// TestRangeCoderRoundTrip: seeded random symbol streams — skewed and
+// uniform bits in few and many contexts, direct bits, magnitudes and
+// signed values up to the extremes — decode to what was coded, and an
+// encoder that took symbols back (rollback) writes the very bytes of one
+// that never coded them.
+func TestRangeCoderRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		n := rng.IntN(2000)
+		skew := rng.Float64()
+		syms := make([]rcSymbol, n)
+		for i := range syms {
+			s := &syms[i]
+			s.kind = rng.IntN(4)
+			s.ctx = rng.IntN(8)
+			s.bit = rng.Float64() < skew
+			switch rng.IntN(4) {
+			case 0:
+				s.v = 1 + uint64(rng.IntN(4))
+			case 1:
+				s.v = 1 + rng.Uint64N(1<<20)
+			case 2:
+				s.v = max(1, rng.Uint64())
+			default:
+				s.v = math.MaxUint64
+			}
+			s.s = int64(rng.Uint64()) >> rng.IntN(64)
+			if s.s == 0 {
+				s.s = math.MinInt64
+			}
+		}
+		fresh := func() ([]prob, []sgnModel) {
+			ps := make([]prob, 8)
+			ms := make([]sgnModel, 8)
+			for i := range ps {
+				ps[i] = probInit
+				ms[i].init()
+			}
+			return ps, ms
+		}
+		var e rcEncoder
+		e.reset(nil)
+		ps, ms := fresh()
+		cut := n / 2
+		rcWrite(&e, ps, ms, syms[:cut])
+		// Code some other symbols, then take them back.
+		mark := e.mark()
+		rcWrite(&e, ps, ms, syms[cut:])
+		e.rollback(mark)
+		rcWrite(&e, ps, ms, syms[cut:])
+		out := bytes.Clone(e.finish())
+
+		var plain rcEncoder
+		plain.reset(nil)
+		pp, pm := fresh()
+		rcWrite(&plain, pp, pm, syms)
+		bound := plain.bound()
+		if !bytes.Equal(plain.finish(), out) {
+			t.Fatalf("trial %d: a rollback changed the stream", trial)
+		}
+		if bound < len(out) {
+			t.Fatalf("trial %d: bound %d below the stream's %d bytes", trial, bound, len(out))
+		}
+
+		var d rcDecoder
+		d.reset(out)
+		dp, dm := fresh()
+		for i, s := range syms {
+			var ok bool
+			switch s.kind {
+			case 0:
+				ok = d.bit(&dp[s.ctx]) == s.bit
+			case 1:
+				ok = d.direct() == s.bit
+			case 2:
+				ok = d.mag(&dm[s.ctx].mag) == s.v
+			case 3:
+				v, valid := d.signed(&dm[s.ctx])
+				ok = valid && v == s.s
+			}
+			if !ok {
+				t.Fatalf("trial %d: symbol %d of %d (%+v) decoded otherwise", trial, i, n, s)
+			}
+		}
+	}
+}
+
+// TestRangeCoderCost: a context that sees one bit value learns it, so a
+// long skewed stream costs far less than a bit a symbol, while a uniform
+// one costs about a bit.
+func TestRangeCoderCost(t *testing.T) {
+	for _, c := range []struct {
+		skew     float64
+		min, max float64 // bits per symbol
+	}{{0.5, 0.95, 1.1}, {0.02, 0.05, 0.25}, {0, 0, 0.01}} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		var e rcEncoder
+		e.reset(nil)
+		p := prob(probInit)
+		const n = 20000
+		for range n {
+			e.bit(&p, rng.Float64() < c.skew)
+		}
+		got := float64(8*len(e.finish())) / n
+		if got < c.min || got > c.max {
+			t.Errorf("skew %.2f: %.3f bits a symbol, want %.2f … %.2f", c.skew, got, c.min, c.max)
+		}
+	}
+}
+
+// TestBatchRoundTrip: seeded random broadcasts of many islands — at rest,
+// moving as predicted, moving otherwise with residuals up to the extremes,
+// keyframes with any identity and values, flags, every class, several
+// lags, gaps between island ids, islands of one to fifty members — are
+// restored exactly, every datagram's sum checked, at every datagram size.
+func TestBatchRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 60 {
+		size := MinMaxDatagram + rng.IntN(MaxMaxDatagram-MinMaxDatagram)
+		if trial%2 == 0 {
+			size = DefaultMaxDatagram
+		}
+		w := newV2World(t, Config{MaxDatagram: size})
+		seq := uint32(100 + rng.IntN(1000))
+		now := island.Time(seq) * 50_000
+		w.enc.Begin(rng.Uint32(), seq, now)
+		bases := map[uint32]*baseline.Table{}
+		sent := map[uint32]V2Frame{}
+		isl := uint32(rng.IntN(5))
+		for range 1 + rng.IntN(400) {
+			isl += 1 + uint32(rng.IntN(3)*rng.IntN(3)*rng.IntN(40))
+			n := 1 + rng.IntN(3)
+			if rng.IntN(10) == 0 {
+				n = 1 + rng.IntN(50)
+			}
+			class := quant.Class(rng.IntN(3))
+			f := V2Frame{Sender: island.SenderID(rng.IntN(3)), Key: island.Key{Island: isl, Epoch: 1 + uint32(rng.IntN(2)), Topology: 3, Config: 4, Seq: seq},
+				Segment: uint32(rng.IntN(2)), Class: class}
+			if rng.IntN(8) == 0 {
+				f.Flags = island.Flags(rng.IntN(4)) & island.KnownFlags
+			}
+			for m := range n {
+				e := baseline.Entry{ID: island.MemberID{Stable: uint64(isl)*100 + uint64(m), Generation: uint32(rng.IntN(2))}}
+				e.Q = quant.State{X: rng.Int64N(1 << 20), Y: rng.Int64N(1 << 12), Angle: rng.Int64N(1 << 12) - 1<<11}
+				if rng.IntN(2) == 0 {
+					e.Q.VX, e.Q.VY, e.Q.AngVel = rng.Int64N(2000)-1000, rng.Int64N(2000)-1000, rng.Int64N(200)-100
+				}
+				if rng.IntN(40) == 0 {
+					e.Q.X, e.Q.VY = math.MaxInt64>>rng.IntN(3), math.MinInt64>>rng.IntN(3)
+				}
+				f.Members = append(f.Members, e)
+			}
+			if rng.IntN(5) == 0 { // a keyframe
+				if err := w.enc.AddKey(&f); err != nil {
+					t.Fatal(err)
+				}
+				sent[isl] = f
+				continue
+			}
+			lag := 1 + uint32(rng.IntN(3))
+			bt := &baseline.Table{ID: seq - lag, Frame: baseline.FrameInfo{Sender: f.Sender, Key: f.Key, Time: now - island.Time(lag)*50_000, Segment: f.Segment, Class: class}}
+			bt.Frame.Key.Seq = seq - lag
+			for _, m := range f.Members {
+				m.Time, m.Segment = bt.Frame.Time, f.Segment
+				bt.Entries = append(bt.Entries, m)
+			}
+			cur := V2Frame{Sender: f.Sender, Key: f.Key, Segment: f.Segment, Flags: f.Flags, Class: class}
+			for _, m := range bt.Entries {
+				e := baseline.Entry{ID: m.ID}
+				e.Q = m.Q
+				switch rng.IntN(3) {
+				case 0: // as predicted
+					e.Q = predict(m.Q, int64(now-bt.Frame.Time), class.Precision())
+				case 1: // small residuals
+					e.Q = predict(m.Q, int64(now-bt.Frame.Time), class.Precision())
+					e.Q.X += rng.Int64N(9) - 4
+					e.Q.AngVel += rng.Int64N(3) - 1
+				default: // anything
+					e.Q.Y += rng.Int64N(1 << 16)
+					e.Q.VX = int64(rng.Uint64())
+				}
+				cur.Members = append(cur.Members, e)
+			}
+			if err := w.enc.AddDelta(&cur, &V2Ref{Base: bt}); err != nil {
+				t.Fatal(err)
+			}
+			bases[isl] = bt
+			sent[isl] = cur
+		}
+		dgs := cloneAll(w.enc.Datagrams())
+		for i, dg := range dgs {
+			if len(dg) > size {
+				t.Fatalf("trial %d: datagram %d is %d bytes, the cap %d", trial, i, len(dg), size)
+			}
+		}
+		got := w.receive(dgs, bases)
+		if len(got) != len(sent) {
+			t.Fatalf("trial %d: %d islands restored of %d", trial, len(got), len(sent))
+		}
+		for id, f := range sent {
+			tb := got[id]
+			if tb == nil || len(tb.Entries) != len(f.Members) {
+				t.Fatalf("trial %d: island %d not restored", trial, id)
+			}
+			for i := range f.Members {
+				if tb.Entries[i].ID != f.Members[i].ID || tb.Entries[i].Q != f.Members[i].Q {
+					t.Fatalf("trial %d: island %d member %d: %+v, sent %+v", trial, id, i, tb.Entries[i], f.Members[i])
+				}
+			}
+		}
+	}
+}
+
+// FuzzBatchRoundTrip: islands whose residuals and values the fuzzer picks
+// go through the encoder and the decoder and come back exactly.
+func FuzzBatchRoundTrip(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add(bytes.Repeat([]byte{0x80, 0, 0, 0, 0, 0, 0, 0x7f}, 30))
+	f.Add(bytes.Repeat([]byte{0xff}, 200))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		w := newV2World(t, Config{})
+		const seq, now = 9, 450_000
+		w.enc.Begin(1, seq, now)
+		at := 0
+		next := func() int64 {
+			var v [8]byte
+			for i := range v {
+				v[i] = b[at%len(b)]
+				at++
+			}
+			x := int64(v[0]) | int64(v[1])<<8 | int64(v[2])<<16 | int64(v[3])<<24 | int64(v[4])<<32 | int64(v[5])<<40 | int64(v[6])<<48 | int64(v[7])<<56
+			return x >> (uint(v[0]) % 64)
+		}
+		bases := map[uint32]*baseline.Table{}
+		sent := map[uint32]V2Frame{}
+		isl := uint32(0)
+		for range 1 + len(b)/8 {
+			isl += 1 + uint32(b[at%len(b)]%4)
+			n := 1 + int(b[(at+1)%len(b)]%4)
+			fr := V2Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Seq: seq}, Class: quant.Class(b[at%len(b)] % 3)}
+			bt := &baseline.Table{ID: seq - 1, Frame: baseline.FrameInfo{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Seq: seq - 1}, Time: now - 50_000, Class: fr.Class}}
+			for m := range n {
+				e := baseline.Entry{ID: island.MemberID{Stable: uint64(next()), Generation: uint32(m)}}
+				e.Q = quant.State{X: next(), Y: next(), Angle: next(), VX: next(), VY: next(), AngVel: next()}
+				bt.Entries = append(bt.Entries, e)
+				c := e
+				c.Q = quant.State{X: next(), Y: next(), Angle: next(), VX: next(), VY: next(), AngVel: next()}
+				fr.Members = append(fr.Members, c)
+			}
+			var err error
+			if b[at%len(b)]%3 == 0 {
+				err = w.enc.AddKey(&fr)
+			} else {
+				err = w.enc.AddDelta(&fr, &V2Ref{Base: bt})
+				bases[isl] = bt
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent[isl] = fr
+		}
+		got := w.receive(cloneAll(w.enc.Datagrams()), bases)
+		for id, fr := range sent {
+			tb := got[id]
+			if tb == nil {
+				t.Fatalf("island %d not restored", id)
+			}
+			for i := range fr.Members {
+				if tb.Entries[i].ID != fr.Members[i].ID || tb.Entries[i].Q != fr.Members[i].Q {
+					t.Fatalf("island %d member %d: %+v, sent %+v", id, i, tb.Entries[i], fr.Members[i])
+				}
+			}
+		}
+	})
+}
