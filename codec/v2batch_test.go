@@ -179,7 +179,7 @@ func TestBatchRoundTrip(t *testing.T) {
 			}
 			for m := range n {
 				e := baseline.Entry{ID: island.MemberID{Stable: uint64(isl)*100 + uint64(m), Generation: uint32(rng.IntN(2))}}
-				e.Q = quant.State{X: rng.Int64N(1 << 20), Y: rng.Int64N(1 << 12), Angle: rng.Int64N(1 << 12) - 1<<11}
+				e.Q = quant.State{X: rng.Int64N(1 << 20), Y: rng.Int64N(1 << 12), Angle: rng.Int64N(1<<12) - 1<<11}
 				if rng.IntN(2) == 0 {
 					e.Q.VX, e.Q.VY, e.Q.AngVel = rng.Int64N(2000)-1000, rng.Int64N(2000)-1000, rng.Int64N(200)-100
 				}
