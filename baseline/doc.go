@@ -32,7 +32,7 @@
 // c − s < Window − Slack (24), or when s is the newest frame of the island
 // it sent the observer at all (Usable) — so a datagram up to Slack (8)
 // broadcasts late still finds its baseline, and an island at rest for
-// minutes still costs a run record against its anchor. Anything else goes
+// minutes still costs a predicted island against its anchor. Anything else goes
 // whole. An observer therefore holds at most MaxKept (34) frames per island.
 //
 // Everything here is a pure state machine: no clock, no goroutine, no I/O,

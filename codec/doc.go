@@ -33,13 +33,18 @@
 //
 // Version 3 carries the same island frames quantized (package quant), in
 // datagrams numbered per observer (the observer confirms datagrams, not
-// islands: Received), each as a key record, a delta against a baseline
-// frame the observer holds (package baseline), or — for islands whose every
-// member moved exactly as the baseline's motion predicts — part of a run
-// record that costs a few bytes for any number of islands. V2Encoder builds
-// one observer's datagrams for one broadcast (Begin, AddKey, AddDelta,
-// Datagrams); V2Decoder parses a datagram whole (its check, framing,
-// canonical varints, caps) and returns records whose members expand with
+// islands: Received). The whole frames of a broadcast travel in batch
+// records, one per datagram: a range-coded stream (an adaptive binary range
+// coder in integer arithmetic, rangecode.go; its contexts start afresh in
+// every record, so each datagram decodes alone) that says of each island
+// whether it moved exactly as its baseline's motion predicts (a few
+// hundredths of a bit among others at rest), or carries residuals against a
+// baseline frame the observer holds (package baseline), or is a keyframe. A
+// frame too large for one datagram is cut into key or delta fragment
+// records. V2Encoder builds one observer's datagrams for one broadcast
+// (Begin, AddKey, AddDelta, Datagrams); V2Decoder parses a datagram whole
+// (its check, framing, caps) and returns one record per island — a batch's
+// predicted islands gathered into runs — whose members expand with
 // ExpandKey, ExpandDelta (given the baseline) and Predict (runs). A frame
 // cut into 2 … MaxParityFragments fragments may carry Reed–Solomon parity
 // records (V2Encoder.SetParity; github.com/klauspost/reedsolomon): any

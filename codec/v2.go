@@ -52,8 +52,8 @@ const (
 	headInitial  = 0x10
 	headRelease  = 0x20
 	headFragment = 0x40
-	// headSameRef: a delta or run with the lag of the previous delta or
-	// run record in the datagram; the field is left out.
+	// headSameRef: a delta fragment with the lag of the previous delta
+	// fragment in the datagram; the field is left out.
 	headSameRef = 0x80
 )
 

@@ -49,9 +49,9 @@ type batchModels struct {
 	changed [3]prob    // a delta member changed: the island's only member; after one that changed; after one that did not
 	nz      [6][2]prob // a residual is not zero; by whether the field before it was not
 	res     [6]sgnModel
-	idZero  prob
+	idMoved prob
 	id      sgnModel
-	genSame prob
+	genNew  prob
 	gen     magModel
 	keyNZ   [6]prob
 	keyRes  [6]sgnModel
@@ -76,7 +76,7 @@ var freshModels = func() (m batchModels) {
 	for i := range 5 {
 		set(&m.keySame[i])
 	}
-	set(&m.lagSame, &m.nSame, &m.idZero, &m.genSame)
+	set(&m.lagSame, &m.nSame, &m.idMoved, &m.genNew)
 	for _, mm := range []*magModel{&m.gap, &m.lag, &m.n, &m.keyVal, &m.gen} {
 		mm.init()
 	}
@@ -246,12 +246,12 @@ func (s *batchState) encodeKey(e *rcEncoder, ms []keyMember) {
 		k := &ms[i]
 		e.cat = catIndex
 		d := int64(k.stable - s.prevStable)
-		e.bit(&m.idZero, d != 0)
+		e.bit(&m.idMoved, d != 0)
 		if d != 0 {
 			e.signed(&m.id, d)
 		}
 		s.prevStable = k.stable
-		e.bit(&m.genSame, k.gen != s.prevGen)
+		e.bit(&m.genNew, k.gen != s.prevGen)
 		if k.gen != s.prevGen {
 			e.mag(&m.gen, uint64(k.gen)+1)
 		}
@@ -403,7 +403,7 @@ func (s *batchState) decodeKey(d *rcDecoder, n int, vals []int64) ([]int64, bool
 	m := &s.m
 	for range n {
 		stable := s.prevStable
-		if d.bit(&m.idZero) {
+		if d.bit(&m.idMoved) {
 			v, ok := d.signed(&m.id)
 			if !ok {
 				return vals, false
@@ -412,7 +412,7 @@ func (s *batchState) decodeKey(d *rcDecoder, n int, vals []int64) ([]int64, bool
 		}
 		s.prevStable = stable
 		gen := s.prevGen
-		if d.bit(&m.genSame) {
+		if d.bit(&m.genNew) {
 			v := d.mag(&m.gen) - 1
 			if v > 1<<32-1 || uint32(v) == s.prevGen {
 				return vals, false

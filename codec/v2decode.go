@@ -24,7 +24,7 @@ type V2Record struct {
 	Sender                           island.SenderID
 	Epoch, Topology, Config, Segment uint32
 	Lag                              uint32 // delta, run: sequence − baseline sequence (≥ 1)
-	Count                            uint32 // run: islands covered (≥ 1); gap delta: the islands before Island it covers
+	Count                            uint32 // run: islands covered (≥ 1), consecutive predicted islands of one batch with one lag and class
 	Total                            int    // key, delta: members in the whole frame
 	Fragments, Index, First, N       int    // key, delta: this part's place (one part: 1, 0, 0, Total)
 	Parity                           int    // parity records: how many the frame carries

@@ -14,8 +14,8 @@ import (
 type V2Bytes struct {
 	Datagrams int64 // datagrams produced
 	Total     int64 // every byte
-	Headers   int64 // datagram headers (25 bytes each)
-	Records   int64 // record heads, islands, keys, lags, counts, fragment fields
+	Headers   int64 // datagram headers (29 bytes each)
+	Records   int64 // record heads, islands, keys, lags, counts, fragment fields; in batch records, the coded kinds, gaps, classes, flags, lags and counts
 	Digests   int64 // frame digests
 	Indices   int64 // changed-member bitmaps, field masks and member identities
 	Position  int64 // x and y values or residuals

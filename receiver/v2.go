@@ -204,7 +204,7 @@ func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) (*v2Is
 	return nil, nil
 }
 
-// v2Run restores the n islands from first on that a run (or a gap delta)
+// v2Run restores the n islands from first on that a run
 // covers. Only islands with a manifest are visited — a run may name up to
 // 2³² − 1 islands, and walking them all would let one datagram hold the
 // receiver for minutes; the others are counted as unknown at once.
