@@ -53,8 +53,11 @@ type batchModels struct {
 	id      sgnModel
 	genNew  prob
 	gen     magModel
-	keyNZ   [6]prob
-	keyRes  [6]sgnModel
+	// a keyframe value is not zero, and the value: the first member's
+	// itself, every other member's as its difference from the member
+	// before it in the frame
+	keyNZ  [2][6]prob
+	keyRes [2][6]sgnModel
 }
 
 // freshModels is every context at its starting probability, one half.
@@ -82,9 +85,10 @@ var freshModels = func() (m batchModels) {
 	}
 	m.id.init()
 	for k := range 6 {
-		set(&m.nz[k][0], &m.nz[k][1], &m.keyNZ[k])
+		set(&m.nz[k][0], &m.nz[k][1], &m.keyNZ[0][k], &m.keyNZ[1][k])
 		m.res[k].init()
-		m.keyRes[k].init()
+		m.keyRes[0][k].init()
+		m.keyRes[1][k].init()
 	}
 	return m
 }()
@@ -256,11 +260,15 @@ func (s *batchState) encodeKey(e *rcEncoder, ms []keyMember) {
 			e.mag(&m.gen, uint64(k.gen)+1)
 		}
 		s.prevGen = k.gen
+		j := min(i, 1)
 		for f, v := range k.v {
+			if i > 0 {
+				v -= ms[i-1].v[f]
+			}
 			e.cat = fieldCat[f]
-			e.bit(&m.keyNZ[f], v != 0)
+			e.bit(&m.keyNZ[j][f], v != 0)
 			if v != 0 {
-				e.signed(&m.keyRes[f], v)
+				e.signed(&m.keyRes[j][f], v)
 			}
 		}
 	}
@@ -401,7 +409,7 @@ func (s *batchState) decodeDelta(d *rcDecoder, n int, res []int64, bm []byte) ([
 // values each.
 func (s *batchState) decodeKey(d *rcDecoder, n int, vals []int64) ([]int64, bool) {
 	m := &s.m
-	for range n {
+	for i := range n {
 		stable := s.prevStable
 		if d.bit(&m.idMoved) {
 			v, ok := d.signed(&m.id)
@@ -420,14 +428,19 @@ func (s *batchState) decodeKey(d *rcDecoder, n int, vals []int64) ([]int64, bool
 			gen = uint32(v)
 		}
 		s.prevGen = gen
+		at := len(vals)
 		vals = append(vals, int64(stable), int64(gen))
+		j := min(i, 1)
 		for f := range 6 {
 			var v int64
-			if d.bit(&m.keyNZ[f]) {
+			if d.bit(&m.keyNZ[j][f]) {
 				var ok bool
-				if v, ok = d.signed(&m.keyRes[f]); !ok {
+				if v, ok = d.signed(&m.keyRes[j][f]); !ok {
 					return vals, false
 				}
+			}
+			if i > 0 {
+				v += vals[at-6+f] // the member before's value
 			}
 			vals = append(vals, v)
 		}

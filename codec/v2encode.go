@@ -514,8 +514,19 @@ func (e *V2Encoder) balance(spans []span, h byte, pre, n, max int) []span {
 		if left == 1 {
 			k = n - first
 		} else {
-			for first+k < n-(left-1) && e.memberBytes(first, first+k+1) <= target {
-				k++
+			// Grow toward the target; past it by one member when that lands
+			// nearer (and still fits), so that shortfalls do not pile up
+			// on the last fragment.
+			for first+k < n-(left-1) {
+				next := e.memberBytes(first, first+k+1)
+				if next <= target {
+					k++
+					continue
+				}
+				if cur := e.memberBytes(first, first+k); next-target < target-cur && fixed+bitmapLen(h, k+1)+next <= max {
+					k++
+				}
+				break
 			}
 		}
 		if fixed+bitmapLen(h, k)+e.memberBytes(first, first+k) > max {
