@@ -92,6 +92,7 @@ type observer struct {
 	ctl         []byte   // control bytes not yet taken
 	out         []Datagram
 	v2          map[uint32]*obsIsland // wire 3: per island, what this observer holds and its keyframe schedule
+	hint        []*obsIsland          // per frame of the last broadcast, its island's entry (islandAt)
 	snd         *baseline.Sender      // wire 3: which datagram carried which frame; what the observer confirmed
 	packet      uint32                // wire 3: the number of the next datagram to this observer
 	restricted  bool                  // subscriptions are cut to allowed

@@ -27,6 +27,7 @@ func (b *Broadcaster) Clone() *Broadcaster {
 		p.ctl = append([]byte(nil), o.ctl...)
 		p.out = append([]Datagram(nil), o.out...)
 		p.snd = o.snd.Clone()
+		p.hint = nil // it points into o's entries
 		p.v2 = make(map[uint32]*obsIsland, len(o.v2))
 		for isl, oi := range o.v2 {
 			q := *oi

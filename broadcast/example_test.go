@@ -49,7 +49,7 @@ func Example() {
 	}
 	fmt.Println("frames committed:", rx.Stats().FramesCommitted)
 	// Output:
-	// broadcast 1: datagram 0, a key record, 46 bytes
+	// broadcast 1: datagram 0, a key record, 48 bytes
 	// broadcast 2: datagram 1, a run record, 33 bytes
 	// broadcast 3: datagram 2, a run record, 33 bytes
 	// broadcast 4: datagram 3, a run record, 33 bytes

@@ -111,6 +111,11 @@ type batchPos struct {
 	prevKey    [5]uint32
 	prevStable uint64
 	prevGen    uint32
+	// within a frame: whether the delta member before changed, and the
+	// keyframe member before's values
+	deltaPrev int
+	keyPrev   [6]int64
+	keyHas    bool
 }
 
 func (s *batchState) reset() {
@@ -211,67 +216,83 @@ func (s *batchState) after(it *batchIsland) {
 
 // encodeDelta codes a delta's members.
 func (s *batchState) encodeDelta(e *rcEncoder, ms []resMember) {
-	m := &s.m
-	prev := 1
+	s.deltaPrev = 1
 	for i := range ms {
-		r := &ms[i]
-		ctx := 0
-		if len(ms) > 1 {
-			ctx = 2 - prev
+		s.encodeDeltaMember(e, &ms[i], len(ms) > 1)
+	}
+}
+
+// encodeDeltaMember codes one delta member; multi is false for the only
+// member of a one-member frame.
+func (s *batchState) encodeDeltaMember(e *rcEncoder, r *resMember, multi bool) {
+	m := &s.m
+	ctx := 0
+	if multi {
+		ctx = 2 - s.deltaPrev
+	}
+	e.cat = catIndex
+	e.bit(&m.changed[ctx], r.mask != 0)
+	s.deltaPrev = 0
+	if r.mask == 0 {
+		return
+	}
+	s.deltaPrev = 1
+	c := 0
+	for k := range 6 {
+		nz := r.mask&(1<<k) != 0
+		if k < 5 || r.mask&0x1f != 0 { // a changed member's last field is nonzero if no other is
+			e.cat = catIndex
+			e.bit(&m.nz[k][c], nz)
 		}
-		e.cat = catIndex
-		e.bit(&m.changed[ctx], r.mask != 0)
-		prev = 0
-		if r.mask == 0 {
-			continue
-		}
-		prev = 1
-		c := 0
-		for k := range 6 {
-			nz := r.mask&(1<<k) != 0
-			if k < 5 || r.mask&0x1f != 0 { // a changed member's last field is nonzero if no other is
-				e.cat = catIndex
-				e.bit(&m.nz[k][c], nz)
-			}
-			c = 0
-			if nz {
-				c = 1
-				e.cat = fieldCat[k]
-				e.signed(&m.res[k], r.d[k])
-			}
+		c = 0
+		if nz {
+			c = 1
+			e.cat = fieldCat[k]
+			e.signed(&m.res[k], r.d[k])
 		}
 	}
 }
 
 // encodeKey codes a keyframe's members.
 func (s *batchState) encodeKey(e *rcEncoder, ms []keyMember) {
-	m := &s.m
+	s.keyHas = false
 	for i := range ms {
-		k := &ms[i]
-		e.cat = catIndex
-		d := int64(k.stable - s.prevStable)
-		e.bit(&m.idMoved, d != 0)
-		if d != 0 {
-			e.signed(&m.id, d)
+		s.encodeKeyMember(e, &ms[i])
+	}
+}
+
+// encodeKeyMember codes one keyframe member: its values as such when it
+// is the first of its frame (or fragment), else as differences from the
+// member before it.
+func (s *batchState) encodeKeyMember(e *rcEncoder, k *keyMember) {
+	m := &s.m
+	e.cat = catIndex
+	d := int64(k.stable - s.prevStable)
+	e.bit(&m.idMoved, d != 0)
+	if d != 0 {
+		e.signed(&m.id, d)
+	}
+	s.prevStable = k.stable
+	e.bit(&m.genNew, k.gen != s.prevGen)
+	if k.gen != s.prevGen {
+		e.mag(&m.gen, uint64(k.gen)+1)
+	}
+	s.prevGen = k.gen
+	j := 0
+	if s.keyHas {
+		j = 1
+	}
+	for f, v := range k.v {
+		if s.keyHas {
+			v -= s.keyPrev[f]
 		}
-		s.prevStable = k.stable
-		e.bit(&m.genNew, k.gen != s.prevGen)
-		if k.gen != s.prevGen {
-			e.mag(&m.gen, uint64(k.gen)+1)
-		}
-		s.prevGen = k.gen
-		j := min(i, 1)
-		for f, v := range k.v {
-			if i > 0 {
-				v -= ms[i-1].v[f]
-			}
-			e.cat = fieldCat[f]
-			e.bit(&m.keyNZ[j][f], v != 0)
-			if v != 0 {
-				e.signed(&m.keyRes[j][f], v)
-			}
+		e.cat = fieldCat[f]
+		e.bit(&m.keyNZ[j][f], v != 0)
+		if v != 0 {
+			e.signed(&m.keyRes[j][f], v)
 		}
 	}
+	s.keyPrev, s.keyHas = k.v, true
 }
 
 // decodeHead reads an island's head into it; first is the record's first
@@ -359,92 +380,116 @@ func (s *batchState) decodeHead(d *rcDecoder, it *batchIsland, first uint32, max
 }
 
 // decodeDelta reads n delta members: for each changed one its mask then
-// its residuals appended to res, and its bit in bm (n > 1).
+// its residuals appended to res, and its bit in bm (nil for a one-member
+// frame, whose unchanged member gets a zero mask instead).
 func (s *batchState) decodeDelta(d *rcDecoder, n int, res []int64, bm []byte) ([]int64, bool) {
-	m := &s.m
-	prev := 1
+	s.deltaPrev = 1
 	for i := range n {
-		ctx := 0
-		if n > 1 {
-			ctx = 2 - prev
+		var ok bool
+		if res, ok = s.decodeDeltaMember(d, i, n > 1 || bm != nil, res, bm); !ok {
+			return res, false
 		}
-		changed := d.bit(&m.changed[ctx])
-		prev = 0
-		if !changed {
-			if n == 1 {
-				res = append(res, 0) // a one-member delta's mask says "unchanged"
-			}
-			continue
-		}
-		prev = 1
-		if n > 1 {
-			bm[i>>3] |= 1 << (i & 7)
-		}
-		at := len(res)
-		res = append(res, 0)
-		var mask int64
-		c := 0
-		for k := range 6 {
-			nz := true
-			if k < 5 || mask != 0 {
-				nz = d.bit(&m.nz[k][c])
-			}
-			c = 0
-			if nz {
-				c = 1
-				v, ok := d.signed(&m.res[k])
-				if !ok {
-					return res, false
-				}
-				mask |= 1 << k
-				res = append(res, v)
-			}
-		}
-		res[at] = mask
 	}
+	return res, true
+}
+
+// decodeDeltaMember reads delta member i (encodeDeltaMember).
+func (s *batchState) decodeDeltaMember(d *rcDecoder, i int, multi bool, res []int64, bm []byte) ([]int64, bool) {
+	m := &s.m
+	ctx := 0
+	if multi {
+		ctx = 2 - s.deltaPrev
+	}
+	changed := d.bit(&m.changed[ctx])
+	s.deltaPrev = 0
+	if !changed {
+		if bm == nil {
+			res = append(res, 0) // a one-member delta's mask says "unchanged"
+		}
+		return res, true
+	}
+	s.deltaPrev = 1
+	if bm != nil {
+		bm[i>>3] |= 1 << (i & 7)
+	}
+	at := len(res)
+	res = append(res, 0)
+	var mask int64
+	c := 0
+	for k := range 6 {
+		nz := true
+		if k < 5 || mask != 0 {
+			nz = d.bit(&m.nz[k][c])
+		}
+		c = 0
+		if nz {
+			c = 1
+			v, ok := d.signed(&m.res[k])
+			if !ok {
+				return res, false
+			}
+			mask |= 1 << k
+			res = append(res, v)
+		}
+	}
+	res[at] = mask
 	return res, true
 }
 
 // decodeKey reads n key members onto vals: stable id, generation and six
 // values each.
 func (s *batchState) decodeKey(d *rcDecoder, n int, vals []int64) ([]int64, bool) {
-	m := &s.m
-	for i := range n {
-		stable := s.prevStable
-		if d.bit(&m.idMoved) {
-			v, ok := d.signed(&m.id)
-			if !ok {
-				return vals, false
-			}
-			stable += uint64(v)
-		}
-		s.prevStable = stable
-		gen := s.prevGen
-		if d.bit(&m.genNew) {
-			v := d.mag(&m.gen) - 1
-			if v > 1<<32-1 || uint32(v) == s.prevGen {
-				return vals, false
-			}
-			gen = uint32(v)
-		}
-		s.prevGen = gen
-		at := len(vals)
-		vals = append(vals, int64(stable), int64(gen))
-		j := min(i, 1)
-		for f := range 6 {
-			var v int64
-			if d.bit(&m.keyNZ[j][f]) {
-				var ok bool
-				if v, ok = d.signed(&m.keyRes[j][f]); !ok {
-					return vals, false
-				}
-			}
-			if i > 0 {
-				v += vals[at-6+f] // the member before's value
-			}
-			vals = append(vals, v)
+	s.keyHas = false
+	for range n {
+		var ok bool
+		if vals, ok = s.decodeKeyMember(d, vals); !ok {
+			return vals, false
 		}
 	}
+	return vals, true
+}
+
+// decodeKeyMember reads one keyframe member (encodeKeyMember).
+func (s *batchState) decodeKeyMember(d *rcDecoder, vals []int64) ([]int64, bool) {
+	m := &s.m
+	stable := s.prevStable
+	if d.bit(&m.idMoved) {
+		v, ok := d.signed(&m.id)
+		if !ok {
+			return vals, false
+		}
+		stable += uint64(v)
+	}
+	s.prevStable = stable
+	gen := s.prevGen
+	if d.bit(&m.genNew) {
+		v := d.mag(&m.gen) - 1
+		if v > 1<<32-1 || uint32(v) == s.prevGen {
+			return vals, false
+		}
+		gen = uint32(v)
+	}
+	s.prevGen = gen
+	vals = append(vals, int64(stable), int64(gen))
+	j := 0
+	if s.keyHas {
+		j = 1
+	}
+	for f := range 6 {
+		var v int64
+		if d.bit(&m.keyNZ[j][f]) {
+			var ok bool
+			if v, ok = d.signed(&m.keyRes[j][f]); !ok {
+				return vals, false
+			}
+		}
+		if s.keyHas {
+			v += s.keyPrev[f]
+		}
+		s.keyPrev[f] = v
+		vals = append(vals, v)
+	}
+	s.keyHas = true
 	return vals, true
 }
 

@@ -2,7 +2,6 @@ package codec
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"slices"
 
 	"github.com/islandsync/islandsync/baseline"
@@ -29,7 +28,8 @@ type V2Record struct {
 	Fragments, Index, First, N       int    // key, delta: this part's place (one part: 1, 0, 0, Total)
 	Parity                           int    // parity records: how many the frame carries
 	Digest                           uint64 // fragments: the whole frame's digest
-	members                          []byte // encoded members (a batch delta: the changed-member bitmap)
+	members                          []byte // a delta's changed-member bitmap (none for a one-member whole delta)
+	raw                              []byte // a fragment: its coded members, as received
 	// A batch keyframe's members as Decode read them: stable id,
 	// generation and six values each.
 	vals []int64
@@ -43,11 +43,7 @@ type V2Record struct {
 type V2Decoder struct {
 	cfg  Config
 	recs []V2Record
-	res  []int64 // the records' residuals, back to back
-	vals []int64 // batch keyframes' members, back to back
-	bits []byte  // batch deltas' bitmaps, back to back
-	bat  batchState
-	rc   rcDecoder
+	ps   parseStorage // the records' residuals, values and bitmaps, back to back
 }
 
 // NewV2Decoder returns a decoder enforcing cfg (zero fields mean defaults).
@@ -113,8 +109,8 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 	h.Seq = binary.LittleEndian.Uint32(b[9:])
 	h.Time = island.Time(binary.LittleEndian.Uint64(b[13:]))
 	h.Sum = binary.LittleEndian.Uint32(b[sumAt:])
-	d.recs, d.res, d.vals, d.bits = d.recs[:0], d.res[:0], d.vals[:0], d.bits[:0]
-	p := v2Parser{b: b, off: V2HeaderSize, res: &d.res}
+	d.recs = d.recs[:0]
+	p := d.ps.parser(b, V2HeaderSize)
 	var last uint32
 	for p.off < len(b) {
 		if RecordKind(b[p.off]&headKind) == KindBatch {
@@ -143,10 +139,14 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 }
 
 type v2Parser struct {
-	b   []byte
-	off int
-	res *[]int64 // where deltas' residuals go
-	ref struct {
+	b    []byte
+	off  int
+	res  *[]int64 // where deltas' residuals go
+	vals *[]int64 // where keyframes' values go
+	bits *[]byte  // where deltas' bitmaps go
+	st   *batchState
+	rc   *rcDecoder
+	ref  struct {
 		ok  bool
 		lag uint32
 	}
@@ -173,41 +173,6 @@ func (p *v2Parser) varint(field string) (int64, error) {
 		return 0, err
 	}
 	return unzig(u), nil
-}
-
-// residualsInto reads k nonzero residuals onto *p.res. Residuals of one
-// and two bytes — nearly all of them — take a fast path with the same
-// checks as varint (minimal, and nonzero); longer ones, and anything
-// malformed, go through varint for its exact error.
-func (p *v2Parser) residualsInto(k int) error {
-	b, off, res := p.b, p.off, *p.res
-	for ; k > 0; k-- {
-		if off < len(b) {
-			if c := b[off]; c != 0 && c < 0x80 {
-				res = append(res, unzig(uint64(c)))
-				off++
-				continue
-			} else if c >= 0x80 && off+1 < len(b) {
-				if c2 := b[off+1]; c2 != 0 && c2 < 0x80 {
-					res = append(res, unzig(uint64(c&0x7f)|uint64(c2)<<7))
-					off += 2
-					continue
-				}
-			}
-		}
-		p.off = off
-		v, err := p.varint("residual")
-		if err != nil {
-			return err
-		}
-		if v == 0 {
-			return fail(ErrMalformed, p.off-1, "zero residual")
-		}
-		res = append(res, v)
-		off = p.off
-	}
-	p.off, *p.res = off, res
-	return nil
 }
 
 // unzig undoes zigzag coding.
@@ -345,19 +310,53 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 		r.Digest = binary.LittleEndian.Uint64(p.b[p.off:])
 		p.off += 8
 	}
-	start, rstart := p.off, len(*p.res)
-	switch {
-	case r.Kind == KindKey:
-		err = p.skipKey(r.N)
-	default:
-		err = p.skipDelta(r.N)
-	}
+	// The members: a range-coded stream of the length given, its contexts
+	// fresh.
+	at = p.off
+	l, err := p.u32("fragment length")
 	if err != nil {
 		return err
 	}
-	r.members = p.b[start:p.off]
-	r.res = (*p.res)[rstart:len(*p.res):len(*p.res)]
+	if uint64(l) > uint64(len(p.b)-p.off) {
+		return fail(ErrTruncated, len(p.b), "fragment members")
+	}
+	r.raw = p.b[p.off : p.off+int(l)]
+	p.off += int(l)
+	st := p.st
+	st.reset()
+	p.rc.reset(r.raw)
+	var ok bool
+	if r.Kind == KindKey {
+		vs := len(*p.vals)
+		if *p.vals, ok = st.decodeKey(p.rc, r.N, *p.vals); !ok {
+			return fail(ErrMalformed, at, "fragment: key value")
+		}
+		r.vals = (*p.vals)[vs:len(*p.vals):len(*p.vals)]
+		return nil
+	}
+	bs := len(*p.bits)
+	*p.bits = append(*p.bits, make([]byte, (r.N+7)/8)...)
+	r.members = (*p.bits)[bs:len(*p.bits):len(*p.bits)]
+	rs := len(*p.res)
+	if *p.res, ok = st.decodeDelta(p.rc, r.N, *p.res, r.members); !ok {
+		return fail(ErrMalformed, at, "fragment: residual")
+	}
+	r.res = (*p.res)[rs:len(*p.res):len(*p.res)]
 	return nil
+}
+
+// parseStorage is where a parser keeps what it decodes of range-coded
+// members: residuals, keyframe values and bitmaps, and the coder's state.
+type parseStorage struct {
+	res, vals []int64
+	bits      []byte
+	st        batchState
+	rc        rcDecoder
+}
+
+func (ps *parseStorage) parser(b []byte, off int) v2Parser {
+	ps.res, ps.vals, ps.bits = ps.res[:0], ps.vals[:0], ps.bits[:0]
+	return v2Parser{b: b, off: off, res: &ps.res, vals: &ps.vals, bits: &ps.bits, st: &ps.st, rc: &ps.rc}
 }
 
 // parity reads the rest of a parity record: data fragments, parity
@@ -394,85 +393,14 @@ func (p *v2Parser) parity(r *V2Record) error {
 // Shard returns a parity record's shard (it aliases the datagram).
 func (r *V2Record) Shard() []byte { return r.members }
 
-// skipKey walks n key members (stable id, generation, six values).
-func (p *v2Parser) skipKey(n int) error {
-	for range n {
-		if _, err := p.uvarint("stable id"); err != nil {
-			return err
-		}
-		if _, err := p.u32("generation"); err != nil {
-			return err
-		}
-		for range 6 {
-			if _, err := p.varint("value"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// skipDelta walks a changed-member bitmap of n members and the residuals of
-// every changed one.
-func (p *v2Parser) skipDelta(n int) error {
-	nb := (n + 7) / 8
-	if len(p.b)-p.off < nb {
-		return fail(ErrTruncated, len(p.b), "bitmap")
-	}
-	bm := p.b[p.off : p.off+nb]
-	if n%8 != 0 && bm[nb-1]>>(n%8) != 0 {
-		return fail(ErrMalformed, p.off+nb-1, "bitmap padding")
-	}
-	p.off += nb
-	for _, x := range bm {
-		for range bits.OnesCount8(x) {
-			if err := p.member(false); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// member reads one changed member of a delta: its field mask (nonzero,
-// bits 6–7 clear; zero allowed when zeroOK, a one-member delta's) and its
-// residuals.
-func (p *v2Parser) member(zeroOK bool) error {
-	if p.off >= len(p.b) {
-		return fail(ErrTruncated, len(p.b), "field mask")
-	}
-	mask := p.b[p.off]
-	if (mask == 0 && !zeroOK) || mask&0xc0 != 0 {
-		return fail(ErrMalformed, p.off, "field mask")
-	}
-	p.off++
-	*p.res = append(*p.res, int64(mask))
-	return p.residualsInto(bits.OnesCount8(mask))
-}
-
 // ExpandKey decodes a key record's members into dst (reused), with the
 // record's Segment and the datagram time t in every record.
 func (r *V2Record) ExpandKey(dst []baseline.Entry, t island.Time) []baseline.Entry {
 	dst = dst[:0]
-	if r.vals != nil {
-		for v := r.vals; len(v) >= 8; v = v[8:] {
-			var e baseline.Entry
-			e.ID = island.MemberID{Stable: uint64(v[0]), Generation: uint32(v[1])}
-			e.Q = quant.State{X: v[2], Y: v[3], Angle: v[4], VX: v[5], VY: v[6], AngVel: v[7]}
-			e.Time, e.Segment = t, r.Segment
-			dst = append(dst, e)
-		}
-		return dst
-	}
-	p := v2Parser{b: r.members}
-	for range r.N {
+	for v := r.vals; len(v) >= 8; v = v[8:] {
 		var e baseline.Entry
-		s, _ := p.uvarint("")
-		g, _ := p.uvarint("")
-		e.ID = island.MemberID{Stable: s, Generation: uint32(g)}
-		for _, f := range fields(&e.Q) {
-			*f, _ = p.varint("")
-		}
+		e.ID = island.MemberID{Stable: uint64(v[0]), Generation: uint32(v[1])}
+		e.Q = quant.State{X: v[2], Y: v[3], Angle: v[4], VX: v[5], VY: v[6], AngVel: v[7]}
 		e.Time, e.Segment = t, r.Segment
 		dst = append(dst, e)
 	}
@@ -593,15 +521,15 @@ func (d *V2Decoder) batch(p *v2Parser, last uint32, first bool) (uint32, error) 
 	if uint64(l) > uint64(len(p.b)-p.off) {
 		return 0, fail(ErrTruncated, len(p.b), "batch")
 	}
-	d.rc.reset(p.b[p.off : p.off+int(l)])
+	d.ps.rc.reset(p.b[p.off : p.off+int(l)])
 	p.off += int(l)
-	st := &d.bat
+	st := &d.ps.st
 	st.reset()
 	members := 0
 	start := len(d.recs)
 	for range n {
 		var it batchIsland
-		if field, ok := st.decodeHead(&d.rc, &it, uint32(isl), d.cfg.MaxMembers); !ok {
+		if field, ok := st.decodeHead(&d.ps.rc, &it, uint32(isl), d.cfg.MaxMembers); !ok {
 			return 0, fail(ErrMalformed, at, "batch: "+field)
 		}
 		if members += it.n; members > MaxBatchMembers {
@@ -620,27 +548,27 @@ func (d *V2Decoder) batch(p *v2Parser, last uint32, first bool) (uint32, error) 
 			r.Kind, r.Count, r.Total, r.N, r.Fragments = KindRun, 1, 0, 0, 0
 		case batchDelta:
 			r.Kind = KindDelta
-			rs := len(d.res)
+			rs := len(d.ps.res)
 			if it.n > 1 {
-				bs := len(d.bits)
-				d.bits = append(d.bits, make([]byte, (it.n+7)/8)...)
-				r.members = d.bits[bs:len(d.bits):len(d.bits)]
+				bs := len(d.ps.bits)
+				d.ps.bits = append(d.ps.bits, make([]byte, (it.n+7)/8)...)
+				r.members = d.ps.bits[bs:len(d.ps.bits):len(d.ps.bits)]
 			}
 			var ok bool
-			if d.res, ok = st.decodeDelta(&d.rc, it.n, d.res, r.members); !ok {
+			if d.ps.res, ok = st.decodeDelta(&d.ps.rc, it.n, d.ps.res, r.members); !ok {
 				return 0, fail(ErrMalformed, at, "batch: residual")
 			}
-			r.res = d.res[rs:len(d.res):len(d.res)]
+			r.res = d.ps.res[rs:len(d.ps.res):len(d.ps.res)]
 		case batchKey:
 			r.Kind = KindKey
 			r.Sender = island.SenderID(it.key[0])
 			r.Epoch, r.Topology, r.Config, r.Segment = it.key[1], it.key[2], it.key[3], it.key[4]
-			vs := len(d.vals)
+			vs := len(d.ps.vals)
 			var ok bool
-			if d.vals, ok = st.decodeKey(&d.rc, it.n, d.vals); !ok {
+			if d.ps.vals, ok = st.decodeKey(&d.ps.rc, it.n, d.ps.vals); !ok {
 				return 0, fail(ErrMalformed, at, "batch: key value")
 			}
-			r.vals = d.vals[vs:len(d.vals):len(d.vals)]
+			r.vals = d.ps.vals[vs:len(d.ps.vals):len(d.ps.vals)]
 		}
 		d.recs = append(d.recs, r)
 	}

@@ -60,11 +60,9 @@ type V2Encoder struct {
 		ok  bool
 		lag uint32
 	}
-	scratch []byte
-	rec     []byte
-	members []int // end offsets of each member's encoding in scratch
-	raw     []byte
-	spans   []span
+	rec   []byte
+	raw   []byte
+	spans []span
 	// parity: parity records per fragmented frame (0: none), and the data
 	// shards of the frame being cut
 	parity   int
@@ -72,11 +70,14 @@ type V2Encoder struct {
 	shardLen int
 	rs       map[rsKey]reedsolomon.Encoder
 	bytes    V2Bytes
-	// per-field sizes of the frame being built, added to bytes once placed
-	fieldBytes [4]int64 // indices, position, angle, velocity
-	bat        openBatch
-	dres       []resMember // the delta being added: each member's residuals
-	keys       []keyMember // the keyframe being added: each member
+	bat      openBatch
+	// the fragments of the frame being cut: streams back to back, their
+	// ends, and their symbols' costs
+	fragBuf   []byte
+	fragEnds  []int
+	fragCosts [][numCats]int64
+	dres      []resMember // the delta being added: each member's residuals
+	keys      []keyMember // the keyframe being added: each member
 	// islands each datagram carries records of, back to back; islEnds
 	// holds each closed datagram's end in isl
 	isl     []uint32
@@ -104,9 +105,6 @@ type openBatch struct {
 
 // Bytes returns where the encoder's bytes went since it was made.
 func (e *V2Encoder) Bytes() V2Bytes { return e.bytes }
-
-// count adds the encoded size of a field to its category.
-func (e *V2Encoder) count(cat int, n int) { e.fieldBytes[cat] += int64(n) }
 
 // NewV2Encoder returns an encoder with cfg's caps.
 func NewV2Encoder(cfg Config) (*V2Encoder, error) {
@@ -280,24 +278,7 @@ func (e *V2Encoder) AddKey(f *V2Frame) error {
 	if e.batchAdd(&it) {
 		return nil
 	}
-	// Too large for a datagram: fragments. Frame-level fields, then each
-	// member: identity, six values.
-	e.scratch = e.scratch[:0]
-	e.members = e.members[:0]
-	e.fieldBytes = [4]int64{}
-	for i := range f.Members {
-		m := &f.Members[i]
-		n := len(e.scratch)
-		e.scratch = appendU(e.scratch, m.ID.Stable)
-		e.scratch = appendU(e.scratch, uint64(m.ID.Generation))
-		e.count(0, len(e.scratch)-n)
-		for k, v := range fields(&m.Q) {
-			n = len(e.scratch)
-			e.scratch = appendS(e.scratch, *v)
-			e.count(fieldCategory[k], len(e.scratch)-n)
-		}
-		e.members = append(e.members, len(e.scratch))
-	}
+	// Too large for a datagram: fragments.
 	pre := appendKeyFields(e.rec[:0], f.Sender, f.Key, f.Segment)
 	e.rec = pre
 	return e.emit(head(KindKey, f.Class, f.Flags), f, 0, 0)
@@ -353,26 +334,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 	if e.batchAdd(&it) {
 		return nil
 	}
-	// Too large for a datagram: fragments, each member's mask and
-	// residuals as bytes.
-	e.scratch = e.scratch[:0]
-	e.members = e.members[:0]
-	e.fieldBytes = [4]int64{}
-	for i := range dres {
-		r := &dres[i]
-		if r.mask != 0 {
-			e.scratch = append(e.scratch, r.mask)
-			e.count(0, 1)
-			for k, v := range r.d {
-				if v != 0 {
-					n := len(e.scratch)
-					e.scratch = appendS(e.scratch, v)
-					e.count(fieldCategory[k], len(e.scratch)-n)
-				}
-			}
-		}
-		e.members = append(e.members, len(e.scratch))
-	}
+	// Too large for a datagram: fragments.
 	pre := e.rec[:0]
 	pre = appendU(pre, uint64(lag))
 	e.rec = pre
@@ -396,180 +358,124 @@ func (e *V2Encoder) check(f *V2Frame) error {
 	return nil
 }
 
-// emit writes the frame whose frame-level fields are in e.rec and whose
-// member encodings are in e.scratch (ends in e.members): whole, its sum
-// added to the datagram's, when it fits a datagram; else cut into
-// fragments at member boundaries, each with the whole frame's 64-bit
-// digest.
+// emit cuts the frame whose frame-level fields are in e.rec (and whose
+// members are in e.dres or e.keys, by kind) into fragment records at member
+// boundaries, each in a datagram of its own with the whole frame's 64-bit
+// digest and its members range-coded (contexts fresh in each fragment); then
+// its parity records. The cut is greedy; with parity, it is then evened out
+// so that the parity shards, as long as the longest fragment, stay short.
 func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 	n := len(f.Members)
 	e.rec = appendU(e.rec, uint64(n))
 	pre := len(e.rec)
 	e.finishBatch()
 	max := e.cfg.MaxDatagram - V2HeaderSize - 1 - uvarintLen(uint64(f.Key.Island))
-	d := e.digestOf(f)
-	// Fragments: greedy member ranges count the fragments needed, each sized
-	// for an empty datagram less the room a parity record needs beside its
-	// shard; balance then evens their sizes.
 	if e.parity > 0 {
-		max -= parityOverhead
+		max -= parityOverhead // room for a parity record beside its shard
 	}
-	spans := e.spans[:0]
-	count := 0
-	for first := 0; first < n; {
-		k := 0
-		for first+k < n {
-			size := pre + 4*uvarintLen(uint64(n)) + 8 + bitmapLen(h, k+1) + e.memberBytes(first, first+k+1)
-			if size > max {
-				break
-			}
-			k++
-		}
-		if k == 0 {
-			return fail(ErrLimit, -1, "member too large for a datagram")
-		}
-		if count == e.cfg.MaxFragments {
-			return fail(ErrLimit, -1, "fragment count")
-		}
-		spans = append(spans, span{first, k})
-		count++
-		first += k
+	// less the part fields at their largest, the digest and the length
+	room := max - pre - 4*uvarintLen(uint64(n)) - 8 - uvarintLen(uint64(e.cfg.MaxDatagram))
+	key := RecordKind(h&headKind) == KindKey
+	if !e.cut(key, n, room) {
+		return fail(ErrLimit, -1, "member too large for a datagram")
 	}
-	if count == 1 { // it fits as bytes but not coded: two halves
+	count := len(e.spans)
+	if count == 1 { // the batch's framing did not fit, a fragment's did: two halves
 		if n < 2 {
 			return fail(ErrLimit, -1, "member too large for a datagram")
 		}
-		spans = append(spans[:0], span{0, n / 2}, span{n / 2, n - n/2})
-		count = 2
+		e.cut(key, n, e.fragEnds[0]/2+1)
+		count = len(e.spans)
 	}
-	spans = e.balance(spans, h, pre, n, max)
+	if count > e.cfg.MaxFragments {
+		return fail(ErrLimit, -1, "fragment count")
+	}
 	withParity := e.parity > 0 && count <= MaxParityFragments
+	if withParity {
+		// Parity shards are as long as the longest fragment: find the
+		// smallest cap that still cuts the frame into count fragments.
+		lo, hi := (e.fragEnds[count-1]+count-1)/count, room
+		for range 6 {
+			if hi-lo <= 8 {
+				break
+			}
+			mid := (lo + hi) / 2
+			if e.cut(key, n, mid) && len(e.spans) == count {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		e.cut(key, n, hi)
+	}
+	d := e.digestOf(f)
 	e.shardLen = 0
-	for i := 0; i < count; i++ {
-		body := appendPart(e.rec[:pre], count, i, spans[i].first, spans[i].n, d)
-		body = e.appendMembers(body, h, spans[i].first, spans[i].n, false)
+	start := 0
+	for i, sp := range e.spans {
+		stream := e.fragBuf[start:e.fragEnds[i]]
+		start = e.fragEnds[i]
+		body := appendPart(e.rec[:pre], count, i, sp.first, sp.n, d)
+		body = append(appendU(body, uint64(len(stream))), stream...)
 		e.rec = body
 		if withParity {
 			e.keepShard(i, h|headFragment, f.Key.Island, body)
 		}
 		e.place(h|headFragment, f.Key.Island, body, lag, refLen)
 		e.parts = count
-		e.account(8, bitmapLen(h, spans[i].n))
+		e.bytes.Records -= int64(len(stream)) + 8 // the length stays framing
+		e.bytes.Digests += 8
+		e.shareCosts(len(stream), &e.fragCosts[i])
 		e.close() // fragments of a big frame each fill their own datagram
 	}
-	e.spans = spans
-	e.moveFields()
 	if withParity {
 		return e.emitParity(head(KindRun, f.Class, 0)|headFragment, f.Key.Island, count)
 	}
 	return nil
 }
 
-// account moves a placed record's digest and bitmap bytes out of Records.
-func (e *V2Encoder) account(digest, bitmap int) {
-	e.bytes.Records -= int64(digest + bitmap)
-	e.bytes.Digests += int64(digest)
-	e.bytes.Indices += int64(bitmap)
-}
-
-// moveFields moves a placed frame's member bytes out of Records into their
-// categories.
-func (e *V2Encoder) moveFields() {
-	f := &e.fieldBytes
-	e.bytes.Records -= f[0] + f[1] + f[2] + f[3]
-	e.bytes.Indices += f[0]
-	e.bytes.Position += f[1]
-	e.bytes.Angle += f[2]
-	e.bytes.Velocity += f[3]
-	*f = [4]int64{}
+// cut codes the frame's members into fragment streams of at most room
+// bytes each, greedily: e.spans gets each fragment's members, e.fragBuf
+// their streams back to back (e.fragEnds their ends), e.fragCosts their
+// symbols' costs. It reports false when one member alone exceeds room.
+func (e *V2Encoder) cut(key bool, n, room int) bool {
+	st, rc := &e.bat.st, &e.bat.rc
+	e.spans, e.fragBuf, e.fragEnds, e.fragCosts = e.spans[:0], e.fragBuf[:0], e.fragEnds[:0], e.fragCosts[:0]
+	for first := 0; first < n; {
+		st.reset()
+		st.deltaPrev, st.keyHas = 1, false
+		rc.reset(rc.out)
+		k := 0
+		for first+k < n {
+			mark := rc.mark()
+			pos := st.batchPos
+			if key {
+				st.encodeKeyMember(rc, &e.keys[first+k])
+			} else {
+				st.encodeDeltaMember(rc, &e.dres[first+k], true)
+			}
+			if rc.bound() > room {
+				rc.rollback(mark)
+				st.batchPos = pos
+				break
+			}
+			k++
+		}
+		if k == 0 {
+			return false
+		}
+		costs := rc.costs
+		e.fragBuf = append(e.fragBuf, rc.finish()...)
+		e.fragEnds = append(e.fragEnds, len(e.fragBuf))
+		e.fragCosts = append(e.fragCosts, costs)
+		rc.costs = [numCats]int64{}
+		e.spans = append(e.spans, span{first, k})
+		first += k
+	}
+	return true
 }
 
 // span is one fragment's member range.
 type span struct{ first, n int }
-
-// bitmapLen is the changed-member bitmap of n members (deltas only).
-func bitmapLen(h byte, n int) int {
-	if RecordKind(h&headKind) != KindDelta {
-		return 0
-	}
-	return (n + 7) / 8
-}
-
-// balance re-cuts the greedy spans into as many fragments of even size, so
-// that no fragment is a small tail (parity shards are as long as the longest
-// fragment). It keeps the greedy cut when the even one does not fit.
-func (e *V2Encoder) balance(spans []span, h byte, pre, n, max int) []span {
-	count := len(spans)
-	if count < 2 {
-		return spans
-	}
-	fixed := pre + 4*uvarintLen(uint64(n)) + 8
-	spans = slices.Grow(spans, count) // the even cut is built behind the greedy one
-	even := spans[count:count]
-	first := 0
-	for i := range count {
-		left := count - i
-		target := (e.memberBytes(first, n) + left - 1) / left
-		k := 1
-		if left == 1 {
-			k = n - first
-		} else {
-			// Grow toward the target; past it by one member when that lands
-			// nearer (and still fits), so that shortfalls do not pile up
-			// on the last fragment.
-			for first+k < n-(left-1) {
-				next := e.memberBytes(first, first+k+1)
-				if next <= target {
-					k++
-					continue
-				}
-				if cur := e.memberBytes(first, first+k); next-target < target-cur && fixed+bitmapLen(h, k+1)+next <= max {
-					k++
-				}
-				break
-			}
-		}
-		if fixed+bitmapLen(h, k)+e.memberBytes(first, first+k) > max {
-			return spans
-		}
-		even = append(even, span{first, k})
-		first += k
-	}
-	return append(spans[:0], even...)
-}
-
-func (e *V2Encoder) memberBytes(from, to int) int {
-	start := 0
-	if from > 0 {
-		start = e.members[from-1]
-	}
-	return e.members[to-1] - start
-}
-
-// appendMembers appends members [first, first+n): for a delta the bitmap of
-// changed ones (unless noBitmap: a whole one-member delta), then their
-// encodings.
-func (e *V2Encoder) appendMembers(b []byte, h byte, first, n int, noBitmap bool) []byte {
-	start := 0
-	if first > 0 {
-		start = e.members[first-1]
-	}
-	if !noBitmap && RecordKind(h&headKind) == KindDelta {
-		prev := start
-		for i := 0; i < n; i += 8 {
-			var bm byte
-			for j := 0; j < 8 && i+j < n; j++ {
-				end := e.members[first+i+j]
-				if end > prev { // the member has an encoding: it changed
-					bm |= 1 << j
-				}
-				prev = end
-			}
-			b = append(b, bm)
-		}
-	}
-	return append(b, e.scratch[start:e.members[first+n-1]]...)
-}
 
 // FrameDigest computes f's sum for the current broadcast (Begin's time)
 // and records it in f, so that encoding f for many observers hashes it
@@ -677,7 +583,12 @@ func (e *V2Encoder) finishBatch() {
 // costOut shares a finished stream's n bytes among V2Bytes' categories in
 // proportion to what its symbols cost, and starts the costs over.
 func (e *V2Encoder) costOut(n int) {
-	c := &e.bat.rc.costs
+	e.shareCosts(n, &e.bat.rc.costs)
+}
+
+// shareCosts shares a stream's n bytes among V2Bytes' categories in
+// proportion to the costs c of its symbols, and zeroes c.
+func (e *V2Encoder) shareCosts(n int, c *[numCats]int64) {
 	var sum int64
 	for _, v := range c {
 		sum += v

@@ -118,7 +118,7 @@ func AppendStandalone(dst []byte, r *V2Record) []byte {
 		dst = appendU(dst, uint64(r.Lag))
 	}
 	dst = appendPart(appendU(dst, uint64(r.Total)), r.Fragments, r.Index, r.First, r.N, r.Digest)
-	return append(dst, r.members...)
+	return append(appendU(dst, uint64(len(r.raw))), r.raw...)
 }
 
 // ParseStandalone parses a reconstructed data shard: one key or delta
@@ -128,8 +128,9 @@ func ParseStandalone(b []byte, cfg Config) (V2Record, error) {
 	if err != nil {
 		return V2Record{}, err
 	}
-	res := make([]int64, 0, len(b)) // a residual or a mask takes a byte at least
-	return parseStandalone(b, &c, &res)
+	var ps parseStorage
+	p := ps.parser(b, 0)
+	return parseStandalone(&p, &c)
 }
 
 // ParseStandalone is the package's ParseStandalone under the decoder's
@@ -137,11 +138,13 @@ func ParseStandalone(b []byte, cfg Config) (V2Record, error) {
 // it allocates nothing once that has grown. The record is valid until the
 // next Decode; the records Decode returned stay valid.
 func (d *V2Decoder) ParseStandalone(b []byte) (V2Record, error) {
-	return parseStandalone(b, &d.cfg, &d.res)
+	ps := &d.ps // appended to, not reset: the records of the last Decode stay
+	p := v2Parser{b: b, res: &ps.res, vals: &ps.vals, bits: &ps.bits, st: &ps.st, rc: &ps.rc}
+	return parseStandalone(&p, &d.cfg)
 }
 
-func parseStandalone(b []byte, c *Config, res *[]int64) (V2Record, error) {
-	p := v2Parser{b: b, res: res}
+func parseStandalone(p *v2Parser, c *Config) (V2Record, error) {
+	b := p.b
 	var r V2Record
 	if len(b) == 0 {
 		return r, fail(ErrTruncated, 0, "shard")

@@ -300,7 +300,7 @@ func orDefault(maxSteps int) int {
 // step to step, which no frame carries, and a long chain started cold sags
 // away from it in the first steps. Over every demo scenario 100 ms on,
 // warmed continuations are 0.20 m off the authority in all, cold ones
-// 0.26 m (straight lines: 2.6 m); the swinging 160-link chain mid-run is
+// 0.26 m (straight lines: 2.6 m); the swinging 240-link chain mid-run is
 // 4 mm off warmed against 28 mm cold, though early in its run, whipping
 // hardest, 39 mm against 22 mm.
 const WarmSteps = 8

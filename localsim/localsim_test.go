@@ -285,7 +285,7 @@ func TestBridge(t *testing.T) {
 // BenchmarkContinue: what the local simulation costs per extrapolated
 // island per render tick (60 Hz ticks, each carrying on the last one's
 // continuation: the steady state past the newest frame), beside what one
-// authority step of the same island costs the server, for the 160-link
+// authority step of the same island costs the server, for the 240-link
 // chain and a 6-body ragdoll.
 func BenchmarkContinue(b *testing.B) {
 	for _, name := range []string{"chain", "ragdolls"} {
@@ -329,7 +329,7 @@ func BenchmarkContinue(b *testing.B) {
 	}
 }
 
-// BenchmarkSettle: settling one view of the 160-link chain blended across
+// BenchmarkSettle: settling one view of the 240-link chain blended across
 // a 100 ms frame pair (the joints stretched by the blend), per body.
 func BenchmarkSettle(b *testing.B) {
 	p, f, truth := follow(b, "chain", 90, 6)

@@ -33,6 +33,12 @@ func newLagLoop(b testing.TB, scene string, hz, lag int) *lagLoop {
 
 // newLagLoopWire is newLagLoop on the given wire format.
 func newLagLoopWire(b testing.TB, scene string, hz, lag, wire int) *lagLoop {
+	return newLagLoopDatagram(b, scene, hz, lag, wire, 0)
+}
+
+// newLagLoopDatagram is newLagLoopWire with the observer's datagram cap
+// (0: the default).
+func newLagLoopDatagram(b testing.TB, scene string, hz, lag, wire, maxDatagram int) *lagLoop {
 	scs, err := scenario.Pick(scene)
 	if err != nil {
 		b.Fatal(err)
@@ -46,7 +52,7 @@ func newLagLoopWire(b testing.TB, scene string, hz, lag, wire int) *lagLoop {
 	rx, _ := New(Config{})
 	l := &lagLoop{loop: &loop{t: b, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: lag,
 		last: map[island.MemberID]quant.State{}}
-	_ = bc.Join(1, 0)
+	_ = bc.Join(1, maxDatagram)
 	_ = bc.Subscribe(1, codec.Subscribe{All: true})
 	return l
 }
@@ -105,7 +111,7 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 // Fiedler scene (900 boxes in stacks of three and a pusher sweeping through
 // them without pause, sleeping on — about a third of the bodies change
 // between snapshots; the benchmark fails if fewer than 25 % do), the calm
-// boxes scene (the pusher dips every 2 s), the 160-link chain and the
+// boxes scene (the pusher dips every 2 s), the 240-link chain and the
 // ragdolls; at 20 and 60 Hz, with acknowledgements arriving 1, 2 and 6
 // snapshots late (the baseline that far behind). It reports where the
 // datagram bits go, the share of bodies that changed (changed-%) and the

@@ -63,7 +63,7 @@ func BenchmarkReceive(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/body")
 }
 
-// BenchmarkPathsV2 times wire 3's two halves on the 160-link chain at
+// BenchmarkPathsV2 times wire 3's two halves on the 240-link chain at
 // 20 Hz with acknowledgements one snapshot late: encode (one observer's
 // keyframes and deltas) and receive (decode, expand, reassemble, validate,
 // commit, keep the baseline, render), each per body, timed around those
@@ -130,7 +130,13 @@ func record(b testing.TB, scene string, snaps, wire int) *recording {
 
 // recordWarm is record with warm snapshots of warm-up.
 func recordWarm(b testing.TB, scene string, warm, snaps, wire int) *recording {
-	l := newLagLoopWire(b, scene, 20, 1, wire)
+	return recordDatagram(b, scene, warm, snaps, wire, 0)
+}
+
+// recordDatagram is recordWarm with the observer's datagram cap (0: the
+// default).
+func recordDatagram(b testing.TB, scene string, warm, snaps, wire, maxDatagram int) *recording {
+	l := newLagLoopDatagram(b, scene, 20, 1, wire, maxDatagram)
 	rec := &recording{}
 	for i := range snaps + warm {
 		if i == warm {
@@ -190,7 +196,7 @@ func (rec *recording) play(rx *Receiver, from, to int, render bool) {
 	}
 }
 
-// BenchmarkReceiveV2 replays 300 snapshots of the 160-link chain on wire 3
+// BenchmarkReceiveV2 replays 300 snapshots of the 240-link chain on wire 3
 // (mostly deltas, keyframes every 2 s, two parity records per frame) into a
 // fresh receiver: decode, expand, reassemble, validate, commit, keep
 // baselines, render. The figure to compare with BenchmarkReceive (wire 1,

@@ -66,7 +66,7 @@ func FuzzReceiveV2(f *testing.F) {
 // FuzzFeedback plays a hostile observer: its feedback — any control
 // messages the fuzzer makes, applied as the server applies them — reaches the
 // broadcaster between snapshots, while an honest observer of the same
-// islands (a bridge, the 160-link chain and a rope) follows along. Nothing may panic, every datagram the hostile
+// islands (a bridge, the 240-link chain and a rope) follows along. Nothing may panic, every datagram the hostile
 // observer is sent must still decode, and the honest observer must commit
 // every frame sent to it with no baseline missing and no digest failing:
 // one observer's feedback moves only its own stream.

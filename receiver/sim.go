@@ -14,7 +14,7 @@ const DefaultMaxSimBodies = 1 << 16
 
 // DefaultMaxSimWork caps the local simulations' work per Render, in body
 // steps (a step of an island of n bodies is n): about 8 ms of one core
-// for the 160-link chain (about 0.5 µs per body step).
+// for the 240-link chain (about 0.5 µs per body step).
 const DefaultMaxSimWork = 16_384
 
 // ErrSimFull: a Physics message would take the local simulations past

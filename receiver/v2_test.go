@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -217,7 +218,7 @@ func TestV2SteadyStateAllocs(t *testing.T) {
 // reconstruction (its working slices), a few per rebuilt frame — bounded
 // here, so that a leak per record would fail.
 func TestV2ParityAllocs(t *testing.T) {
-	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2, Codec: smallDatagrams})
+	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2})
 	dec, _ := codec.NewV2Decoder(codec.Config{})
 	drop := func(i int) bool { return i == 0 && fragmented(t, dec, l.dgs[i].Bytes) }
 	n, rebuilt := receiveAllocs(l, drop)
@@ -270,13 +271,13 @@ func receiveAllocs(l *loop, drop func(i int) bool) (mallocs, rebuilt uint64) {
 	return mallocs, l.rx.Stats().V2.Rebuilt - rebuilt
 }
 
-// TestV2ParityRebuilds: a 160-link chain whose frames are cut into several
+// TestV2ParityRebuilds: a 240-link chain whose frames are cut into several
 // datagrams loses one fragment-carrying datagram in every broadcast. With
 // two parity records per frame every frame still commits, from rebuilt
 // fragments; without parity almost none does.
 func TestV2ParityRebuilds(t *testing.T) {
 	commits := func(parity int) (Stats, uint64) {
-		l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: parity, Codec: smallDatagrams})
+		l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: parity})
 		dec, _ := codec.NewV2Decoder(codec.Config{})
 		for range 240 { // 4 s
 			lost := false
@@ -303,10 +304,11 @@ func TestV2ParityRebuilds(t *testing.T) {
 
 // TestV2ParityHostile: parity records whose shards were tampered with (and
 // the datagram check recomputed, as an attacker would) never complete a
-// frame with a lost fragment: every such rebuild is refused and counted,
-// or fails the frame's digest, and nothing panics.
+// frame with a lost fragment: a rebuild that is no fragment record of the
+// frame (its head forged) is refused and counted, one whose coded members
+// were forged fails the frame's digest, and nothing panics.
 func TestV2ParityHostile(t *testing.T) {
-	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2, Codec: smallDatagrams})
+	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2})
 	dec, _ := codec.NewV2Decoder(codec.Config{})
 	var lostFrames, bad int
 	for range 240 {
@@ -320,7 +322,11 @@ func TestV2ParityHostile(t *testing.T) {
 			}
 			if _, recs, err := dec.Decode(dg); err == nil && len(recs) == 1 && recs[0].Kind == codec.KindParity {
 				forged := append([]byte(nil), dg...)
-				forged[len(forged)-1-i%7] ^= 0x5a // inside the shard
+				if i%2 == 0 {
+					forged[len(forged)-1-i%7] ^= 0x5a // among the rebuilt fragment's coded members
+				} else {
+					forged[len(forged)-len(recs[0].Shard())] ^= 0x5a // the rebuilt fragment's head
+				}
 				l.rx.Datagram(l.now, resign(forged))
 				bad++
 				return true
@@ -474,13 +480,20 @@ func TestV2WholeRecords(t *testing.T) {
 				l.rx.Datagram(l.now, d.Bytes)
 				continue
 			}
-			forged := append([]byte(nil), d.Bytes...)
-			end := &forged[len(forged)-1] // a varint's last byte: 0x01 … 0x7f
-			if *end ^= 0x04; *end == 0 {
-				*end = 0x08
+			// A bit flipped in the batch stream, from its end back, until
+			// the datagram still decodes but to other records.
+			_, orig, _ := dec.Decode(d.Bytes)
+			want := fmt.Sprint(orig)
+			var forged []byte
+			for at := len(d.Bytes) - 1; at > codec.V2HeaderSize+4 && forged == nil; at-- {
+				b := append([]byte(nil), d.Bytes...)
+				b[at] ^= 0x04
+				if _, recs, err := dec.Decode(resign(b)); err == nil && fmt.Sprint(recs) != want {
+					forged = b
+				}
 			}
-			if _, _, err := dec.Decode(resign(forged)); err != nil {
-				t.Fatalf("forged datagram does not decode: %v", err)
+			if forged == nil {
+				t.Fatal("no forgery decodes")
 			}
 			forgedIsland = last.Island
 			before := l.rx.Stats()
@@ -539,7 +552,7 @@ func TestV2HugeBatchIsRefused(t *testing.T) {
 // committed again, the chain's frames cut into several datagrams included,
 // and no new frame is refused as stale.
 func TestRestartAfterLongUptime(t *testing.T) {
-	l := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 1, Codec: smallDatagrams})
+	l := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 1})
 	for range 600 {
 		l.step(nil)
 	}
@@ -547,7 +560,7 @@ func TestRestartAfterLongUptime(t *testing.T) {
 	if before.Assembler.Count(assembler.Completed) == 0 {
 		t.Fatal("setup: no frame was cut into several datagrams")
 	}
-	next := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 2, Codec: smallDatagrams})
+	next := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 2})
 	l.auth, l.bc = next.auth, next.bc // the restarted authority, the same receiver
 	fragmented := before.Assembler.Count(assembler.Completed)
 	broadcasts := 0
@@ -579,8 +592,3 @@ func TestRestartAfterLongUptime(t *testing.T) {
 	}
 	t.Logf("every island committed %d broadcasts after the restart", broadcasts)
 }
-
-// smallDatagrams has the broadcaster send the smallest datagrams allowed,
-// so that the chain's frames, which the default size carries whole, are
-// cut into fragments.
-var smallDatagrams = codec.Config{MaxDatagram: codec.MinMaxDatagram}
