@@ -149,16 +149,28 @@ func TestRangeCoderCost(t *testing.T) {
 // TestBatchRoundTrip: seeded random broadcasts of many islands — at rest,
 // moving as predicted, moving otherwise with residuals up to the extremes,
 // keyframes with any identity and values, flags, every class, several
-// lags, gaps between island ids, islands of one to fifty members — are
-// restored exactly, every datagram's sum checked, at every datagram size.
+// lags, gaps between island ids, islands of one to fifty members and a few
+// of hundreds, cut into fragments, with and without parity — are restored
+// exactly, every datagram's sum and every fragmented frame's digest
+// checked, at every datagram size.
 func TestBatchRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
+	var fragments, parity int
+	defer func() {
+		t.Logf("%d fragments, %d parity records", fragments, parity)
+		if fragments < 20 || parity < 10 {
+			t.Errorf("%d fragments and %d parity records in all: the cut was not exercised", fragments, parity)
+		}
+	}()
 	for trial := range 60 {
 		size := MinMaxDatagram + rng.IntN(MaxMaxDatagram-MinMaxDatagram)
 		if trial%2 == 0 {
 			size = DefaultMaxDatagram
 		}
 		w := newV2World(t, Config{MaxDatagram: size})
+		if err := w.enc.SetParity(rng.IntN(3)); err != nil {
+			t.Fatal(err)
+		}
 		seq := uint32(100 + rng.IntN(1000))
 		now := island.Time(seq) * 50_000
 		w.enc.Begin(rng.Uint32(), seq, now)
@@ -168,8 +180,11 @@ func TestBatchRoundTrip(t *testing.T) {
 		for range 1 + rng.IntN(400) {
 			isl += 1 + uint32(rng.IntN(3)*rng.IntN(3)*rng.IntN(40))
 			n := 1 + rng.IntN(3)
-			if rng.IntN(10) == 0 {
+			switch rng.IntN(40) {
+			case 0, 1, 2, 3:
 				n = 1 + rng.IntN(50)
+			case 4: // cut into fragments
+				n = 100 + rng.IntN(300)
 			}
 			class := quant.Class(rng.IntN(3))
 			f := V2Frame{Sender: island.SenderID(rng.IntN(3)), Key: island.Key{Island: isl, Epoch: 1 + uint32(rng.IntN(2)), Topology: 3, Config: 4, Seq: seq},
@@ -229,6 +244,14 @@ func TestBatchRoundTrip(t *testing.T) {
 		for i, dg := range dgs {
 			if len(dg) > size {
 				t.Fatalf("trial %d: datagram %d is %d bytes, the cap %d", trial, i, len(dg), size)
+			}
+			if _, recs, err := w.dec.Decode(dg); err == nil && len(recs) == 1 {
+				switch r := recs[0]; {
+				case r.Kind == KindParity:
+					parity++
+				case r.Fragments > 1:
+					fragments++
+				}
 			}
 		}
 		got := w.receive(dgs, bases)
