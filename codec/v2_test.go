@@ -605,7 +605,7 @@ func describeV2(about string, dg []byte) string {
 		}
 		fmt.Fprintf(&b, ", members: %d", r.Total)
 		if r.Fragments > 1 {
-			fmt.Fprintf(&b, ", fragment %d of %d: members %d … %d, frame digest %#016x", r.Index, r.Fragments, r.First, r.First+r.N-1, r.Digest)
+			fmt.Fprintf(&b, ", fragment %d of %d: members %d … %d, frame digest %#016x, the members range-coded in %d bytes", r.Index, r.Fragments, r.First, r.First+r.N-1, r.Digest, len(r.raw))
 		}
 		b.WriteString("\n")
 		if r.Kind == KindKey {
