@@ -146,6 +146,8 @@ type Broadcaster struct {
 	idents    map[uint64]island.MemberID
 	leases    map[uint32]island.Lease
 	manifests map[uint32]island.Manifest
+	liveGen   uint64                   // counts changes of leases and manifests (liveAt)
+	liveHint  []liveHint               // per frame of the last broadcast
 	physics   map[uint32]codec.Physics // of the island's current manifest only
 	classes   map[uint32]quant.Class   // set by SetClass, until the island is forgotten
 	observers map[ObserverID]*observer
@@ -415,6 +417,7 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 			return ErrTableFull
 		}
 		b.leases[m.Island] = island.Lease(m)
+		b.liveGen++
 		b.queueAll(m, &m.Island)
 	case codec.Manifest:
 		if len(m.Members) == 0 || len(m.Members) > b.cfg.Codec.MaxMembers {
@@ -426,6 +429,7 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		cp := island.Manifest(m)
 		cp.Members = slices.Clone(m.Members)
 		b.manifests[m.Island] = cp
+		b.liveGen++
 		delete(b.physics, m.Island) // it described the manifest this one replaces
 		b.queueAll(codec.Manifest(cp), &m.Island)
 	case codec.Physics:
@@ -442,6 +446,7 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 	case codec.Forget:
 		delete(b.leases, m.Island)
 		delete(b.manifests, m.Island)
+		b.liveGen++
 		delete(b.physics, m.Island)
 		delete(b.classes, m.Island)
 		b.queueAll(m, &m.Island)
@@ -521,6 +526,26 @@ func (b *Broadcaster) Frames(frames []*island.Frame) {
 		clear(g.members)
 		g.members = g.members[:0]
 	}
+}
+
+// liveAt is live for the i-th frame of a broadcast, remembered from the
+// last broadcast's i-th frame while no lease or manifest changed since.
+func (b *Broadcaster) liveAt(i int, islandID uint32) bool {
+	if i >= len(b.liveHint) {
+		b.liveHint = append(b.liveHint, make([]liveHint, i+1-len(b.liveHint))...)
+	}
+	h := &b.liveHint[i]
+	if h.id != islandID || h.gen != b.liveGen || !h.set {
+		*h = liveHint{id: islandID, gen: b.liveGen, set: true, live: b.live(islandID)}
+	}
+	return h.live
+}
+
+// liveHint is what liveAt remembers of one frame position.
+type liveHint struct {
+	id        uint32
+	gen       uint64
+	set, live bool
 }
 
 func (b *Broadcaster) live(islandID uint32) bool {

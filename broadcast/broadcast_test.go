@@ -376,3 +376,79 @@ func TestRestrict(t *testing.T) {
 		t.Fatalf("unknown observer: %v", err)
 	}
 }
+
+// TestForgottenIslandStopsAtOnce: an island forgotten between two
+// broadcasts is not sent in the second, though its frame comes in the very
+// place of the first broadcast's frames, and comes back once it is live
+// again.
+func TestForgottenIslandStopsAtOnce(t *testing.T) {
+	b, _ := New(Config{})
+	m := ids(1, 2)
+	live(t, b, 7, m)
+	subscribeAll(t, b, 1)
+	sent := func(seq uint32) (bool, uint64) {
+		before := b.Stats().FramesUnknown
+		b.Frames([]*island.Frame{frameOf(7, m, seq)})
+		_, dgs := b.Take(1, nil, nil)
+		return len(dgs) > 0, b.Stats().FramesUnknown - before
+	}
+	if ok, _ := sent(1); !ok {
+		t.Fatal("the live island was not sent")
+	}
+	if err := b.Apply(codec.Forget{Island: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, unknown := sent(2); ok || unknown != 1 {
+		t.Fatalf("after Forget: sent %v, %d frames of unknown islands", ok, unknown)
+	}
+	live(t, b, 7, m)
+	if ok, _ := sent(3); !ok {
+		t.Fatal("live again, the island was not sent")
+	}
+}
+
+// TestResubscribedIslandGoesWhole: an observer that unsubscribes from an
+// island drops its baselines of it, so when it subscribes again the
+// island's next frame to it is a keyframe, never a delta against what it
+// dropped — even though that frame comes in the very place of the last one.
+func TestResubscribedIslandGoesWhole(t *testing.T) {
+	b, _ := New(Config{})
+	m := ids(1, 2)
+	live(t, b, 7, m)
+	subscribeAll(t, b, 1)
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	kind := func(seq uint32) codec.RecordKind {
+		f := frameOf(7, m, seq)
+		f.Members[0].State.X += float64(seq) // it moves: a delta when it can be one
+		b.Frames([]*island.Frame{f})
+		_, dgs := b.Take(1, nil, nil)
+		if len(dgs) != 1 {
+			t.Fatalf("frame %d went in %d datagrams", seq, len(dgs))
+		}
+		h, recs, err := dec.Decode(dgs[0].Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.FeedbackBytes(1, codec.Received{Newest: h.Packet}.Append(nil)); err != nil {
+			t.Fatal(err)
+		}
+		return recs[0].Kind
+	}
+	for seq := uint32(1); seq <= 3; seq++ {
+		kind(seq)
+	}
+	if k := kind(4); k != codec.KindDelta {
+		t.Fatalf("setup: frame 4 is %v, want a delta", k)
+	}
+	if err := b.Subscribe(1, codec.Subscribe{Islands: []uint32{8}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Frames([]*island.Frame{frameOf(7, m, 5)}) // not for this observer now
+	b.Take(1, nil, nil)
+	if err := b.Subscribe(1, codec.Subscribe{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if k := kind(6); k != codec.KindKey {
+		t.Fatalf("after subscribing again, frame 6 is %v, want a keyframe", k)
+	}
+}

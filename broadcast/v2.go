@@ -160,8 +160,8 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 	b.quant = b.quant[:0]
 	b.seq++
 	t := frames[0].Time
-	for _, f := range frames {
-		if !b.live(f.Key.Island) {
+	for i, f := range frames {
+		if !b.liveAt(i, f.Key.Island) {
 			b.stats.FramesUnknown++
 			continue
 		}
