@@ -337,3 +337,63 @@ func FuzzBatchRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestBatchAllocs: once warm, encoding and decoding a broadcast of many
+// small islands — predicted, deltas and keyframes over several datagrams,
+// batch records filled and taken back at their ends — allocates nothing.
+func TestBatchAllocs(t *testing.T) {
+	w := newV2World(t, Config{})
+	var keys, deltas []V2Frame
+	var bases []*baseline.Table
+	for isl := uint32(1); isl <= 900; isl++ {
+		f := v2Frame(isl, 1, 9, quant.Rigid, float64(isl%7))
+		bt := frameTable(&f, 350_000)
+		bt.ID = 7
+		bt.Frame.Key.Seq = 7
+		if isl%3 == 0 {
+			f.Members[0].Q.X += int64(isl % 11)
+		}
+		if isl%40 == 0 {
+			keys = append(keys, f)
+			continue
+		}
+		deltas = append(deltas, f)
+		bases = append(bases, bt)
+	}
+	var dst []baseline.Entry
+	step := func() {
+		w.enc.Begin(5, 9, 450_000)
+		k, d := 0, 0
+		for isl := uint32(1); isl <= 900; isl++ {
+			var err error
+			if isl%40 == 0 {
+				err = w.enc.AddKey(&keys[k])
+				k++
+			} else {
+				err = w.enc.AddDelta(&deltas[d], &V2Ref{Base: bases[d]})
+				d++
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, dg := range w.enc.Datagrams() {
+			_, recs, err := w.dec.Decode(dg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range recs {
+				if recs[i].Kind == KindKey {
+					dst = recs[i].ExpandKey(dst, 450_000)
+				}
+			}
+		}
+	}
+	step()
+	if n := len(w.enc.Datagrams()); n < 2 {
+		t.Fatalf("setup: %d datagrams", n)
+	}
+	if a := testing.AllocsPerRun(50, step); a != 0 {
+		t.Fatalf("%.1f allocations per broadcast", a)
+	}
+}
