@@ -397,3 +397,69 @@ func TestBatchAllocs(t *testing.T) {
 		t.Fatalf("%.1f allocations per broadcast", a)
 	}
 }
+
+// TestWorstBytesBounds: what coding an island adds to a batch stream never
+// exceeds the encoder's worst-case bound for it — which lets it code the
+// islands far from a datagram's end without logging for a take-back — even
+// when every context was trained on the opposite: 999 islands alike (one
+// member, residuals +1, the same lag and class, no flags, consecutive),
+// then one that is nothing like them, deltas and keyframes in turn.
+func TestWorstBytesBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	e, _ := NewV2Encoder(Config{})
+	b := &e.bat
+	b.st.reset()
+	b.rc.reset(nil)
+	isl := uint32(0)
+	for i := range 20000 {
+		big := i%1000 == 999 // after 999 islands that trained every context to the opposite
+		isl++
+		if big {
+			isl += 1 << 20
+		}
+		it := batchIsland{island: isl, kind: batchDelta, lag: 1, n: 1}
+		if big {
+			it.class, it.flags, it.lag, it.n = quant.Loose, island.FlagReleasing, 1<<30, 4
+		}
+		if (i/1000)%3 == 2 {
+			it.kind = batchKey
+			it.key = [5]uint32{1, 1, 2, 3, 0}
+			if big {
+				it.key = [5]uint32{rng.Uint32(), rng.Uint32(), rng.Uint32(), rng.Uint32(), rng.Uint32()}
+			}
+		}
+		e.dres = e.dres[:0]
+		e.keys = e.keys[:0]
+		for range it.n {
+			var r resMember
+			var k keyMember
+			k.stable, k.gen = uint64(i), 0
+			if big {
+				k.stable, k.gen = rng.Uint64(), rng.Uint32()
+			}
+			for f := range 6 {
+				v := int64(1)
+				if big {
+					v = -int64(rng.Uint64()>>1) | 1
+				}
+				r.d[f], k.v[f] = v, v
+				if v != 0 {
+					r.mask |= 1 << f
+				}
+			}
+			e.dres = append(e.dres, r)
+			e.keys = append(e.keys, k)
+		}
+		worst := e.worstBytes(&it)
+		before := b.rc.bound()
+		b.st.encodeHead(&b.rc, &it)
+		if it.kind == batchKey {
+			b.st.encodeKey(&b.rc, e.keys)
+		} else {
+			b.st.encodeDelta(&b.rc, e.dres)
+		}
+		if grew := b.rc.bound() - before; grew > worst {
+			t.Fatalf("island %d (%+v): the stream grew %d bytes, the bound says %d", i, it, grew, worst)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 
 	"github.com/klauspost/reedsolomon"
@@ -530,7 +531,16 @@ func (e *V2Encoder) batchAdd(it *batchIsland) bool {
 			b.st.reset()
 			b.rc.reset(b.rc.out)
 		}
-		mark := b.rc.mark()
+		// Far from the datagram's end the island cannot overflow it: code
+		// it without logging what it changes.
+		reserve := 1 + uvarintLen(uint64(b.first-e.lastIsl)) + uvarintLen(uint64(b.st.count+1)) + uvarintLen(uint64(e.cfg.MaxDatagram))
+		safe := reserve+b.rc.bound()+e.worstBytes(it) <= e.room()
+		var mark rcMark
+		if safe {
+			b.rc.log = false
+		} else {
+			mark = b.rc.mark()
+		}
 		pos := b.st.batchPos
 		b.st.encodeHead(&b.rc, it)
 		switch it.kind {
@@ -539,8 +549,7 @@ func (e *V2Encoder) batchAdd(it *batchIsland) bool {
 		case batchKey:
 			b.st.encodeKey(&b.rc, e.keys)
 		}
-		reserve := 1 + uvarintLen(uint64(b.first-e.lastIsl)) + uvarintLen(uint64(b.st.count)) + uvarintLen(uint64(e.cfg.MaxDatagram))
-		if reserve+b.rc.bound() <= e.room() {
+		if safe || reserve+b.rc.bound() <= e.room() {
 			b.members += it.n
 			e.sum.Add(e.fsum)
 			e.isl = append(e.isl, it.island)
@@ -605,4 +614,62 @@ func (e *V2Encoder) shareCosts(n int, c *[numCats]int64) {
 		e.bytes.Records += int64(n)
 	}
 	*c = [numCats]int64{}
+}
+
+// worstBytes bounds what coding island it (its members in e.dres or
+// e.keys) can add to the open batch's stream: every context bit at the
+// largest cost a context can have (15/4096: under 8.1 bits), every direct
+// bit one bit, and a few bytes for the coder's renormalisation.
+func (e *V2Encoder) worstBytes(it *batchIsland) int {
+	var a, d int // context bits, direct bits
+	mag := func(v uint64) {
+		k := bits.Len64(v) - 1
+		a += k + 1 + min(k, magMant)
+		d += k
+	}
+	signed := func(v int64) {
+		u := uint64(v)
+		if v < 0 {
+			u = -u
+		}
+		a++
+		mag(u)
+	}
+	a += 9 // gap, kind, class, flags and the "same as before" bits
+	mag(uint64(it.island-e.bat.st.last) | 1)
+	mag(uint64(it.lag) | 1)
+	mag(uint64(it.n) | 1)
+	switch it.kind {
+	case batchDelta:
+		for i := range e.dres {
+			a += 7
+			for _, v := range e.dres[i].d {
+				if v != 0 {
+					signed(v)
+				}
+			}
+		}
+	case batchKey:
+		for _, v := range it.key {
+			a++
+			mag(uint64(v) + 1)
+		}
+		prev := e.bat.st.prevStable
+		for i := range e.keys {
+			k := &e.keys[i]
+			a += 8
+			signed(int64(k.stable-prev) | 1)
+			prev = k.stable
+			mag(uint64(k.gen) + 1)
+			for f, v := range k.v {
+				if i > 0 {
+					v -= e.keys[i-1].v[f]
+				}
+				if v != 0 {
+					signed(v)
+				}
+			}
+		}
+	}
+	return (a*81/10+d)/8 + 8
 }
