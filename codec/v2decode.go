@@ -335,7 +335,7 @@ func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) err
 		return nil
 	}
 	bs := len(*p.bits)
-	*p.bits = append(*p.bits, make([]byte, (r.N+7)/8)...)
+	*p.bits = zeroed(*p.bits, (r.N+7)/8)
 	r.members = (*p.bits)[bs:len(*p.bits):len(*p.bits)]
 	rs := len(*p.res)
 	if *p.res, ok = st.decodeDelta(p.rc, r.N, *p.res, r.members); !ok {
@@ -551,7 +551,7 @@ func (d *V2Decoder) batch(p *v2Parser, last uint32, first bool) (uint32, error) 
 			rs := len(d.ps.res)
 			if it.n > 1 {
 				bs := len(d.ps.bits)
-				d.ps.bits = append(d.ps.bits, make([]byte, (it.n+7)/8)...)
+				d.ps.bits = zeroed(d.ps.bits, (it.n+7)/8)
 				r.members = d.ps.bits[bs:len(d.ps.bits):len(d.ps.bits)]
 			}
 			var ok bool
@@ -573,4 +573,14 @@ func (d *V2Decoder) batch(p *v2Parser, last uint32, first bool) (uint32, error) 
 		d.recs = append(d.recs, r)
 	}
 	return st.last, nil
+}
+
+// zeroed appends n zero bytes to b, growing it only when it lacks room (an
+// append of make(…)… may allocate the zeros first where the compiler does
+// not fuse the two, as under the race detector).
+func zeroed(b []byte, n int) []byte {
+	at := len(b)
+	b = slices.Grow(b, n)[:at+n]
+	clear(b[at:])
+	return b
 }
