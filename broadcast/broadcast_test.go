@@ -452,3 +452,41 @@ func TestResubscribedIslandGoesWhole(t *testing.T) {
 		t.Fatalf("after subscribing again, frame 6 is %v, want a keyframe", k)
 	}
 }
+
+// TestSegmentChangeGoesWhole: a frame that starts a new continuity segment
+// (a teleport) goes whole, even when a baseline of the old segment is held:
+// a delta across the cut would interpolate through it.
+func TestSegmentChangeGoesWhole(t *testing.T) {
+	b, _ := New(Config{})
+	m := ids(1, 2)
+	live(t, b, 7, m)
+	subscribeAll(t, b, 1)
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	kind := func(seq, segment uint32) codec.RecordKind {
+		f := frameOf(7, m, seq)
+		f.Segment = segment
+		f.Members[0].State.X += float64(seq)
+		b.Frames([]*island.Frame{f})
+		_, dgs := b.Take(1, nil, nil)
+		h, recs, err := dec.Decode(dgs[0].Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.FeedbackBytes(1, codec.Received{Newest: h.Packet}.Append(nil)); err != nil {
+			t.Fatal(err)
+		}
+		return recs[0].Kind
+	}
+	for seq := uint32(1); seq <= 3; seq++ {
+		kind(seq, 0)
+	}
+	if k := kind(4, 0); k != codec.KindDelta {
+		t.Fatalf("setup: frame 4 is %v, want a delta", k)
+	}
+	if k := kind(5, 1); k != codec.KindKey {
+		t.Fatalf("the first frame of segment 1 is %v, want a keyframe", k)
+	}
+	if k := kind(6, 1); k != codec.KindDelta {
+		t.Fatalf("the next one is %v, want a delta against it", k)
+	}
+}
