@@ -8,6 +8,7 @@ import (
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
+	"github.com/islandsync/islandsync/store"
 )
 
 // The design notes' worked example of decoding against a declared baseline,
@@ -433,5 +434,48 @@ func TestRunClassMustMatchBaseline(t *testing.T) {
 	lim := codec.ControlLimits{}.WithDefaults()
 	if m, _, err := codec.ParseControl(rx.Feedback(nil), &lim); err != nil || m.(codec.Keyframes).Islands[0] != seedA {
 		t.Fatalf("feedback %v %v, want Keyframes [A]", m, err)
+	}
+}
+
+// TestFrozenHoldsWhatArrives: while the playout clock is Frozen, every
+// island is held as last shown, whatever frames arrive. Island A moves
+// 100 units a broadcast; its frames stop, the clock freezes at latest + E;
+// then a frame 50 ms newer arrives that puts A somewhere else (too little
+// for the clock to resume): A's shown pose does not move.
+func TestFrozenHoldsWhatArrives(t *testing.T) {
+	r := newSeedRig(t)
+	for r.seq < 30 {
+		r.feedBack(r.broadcast(island.Time(r.seq+1)*50_000, map[uint32]int64{seedA: 1000 + 100*int64(r.seq)}))
+		r.rx.Render(r.now)
+	}
+	poseA := func() (float64, bool) {
+		for _, v := range r.rx.Render(r.now) {
+			if v.Island == seedA && len(v.Poses) == 1 {
+				return v.Poses[0].State.X, true
+			}
+		}
+		return 0, false
+	}
+	for range 100 {
+		r.now += 10_000
+		if r.rx.Render(r.now); r.rx.clock.State() == store.Frozen {
+			break
+		}
+	}
+	if r.rx.clock.State() != store.Frozen {
+		t.Fatalf("setup: the clock is %v", r.rx.clock.State())
+	}
+	held, ok := poseA()
+	if !ok {
+		t.Fatal("setup: A not shown")
+	}
+	r.now -= 50_000 // the next broadcast comes 50 ms after the last render
+	r.broadcast(island.Time(r.seq+1)*50_000, map[uint32]int64{seedA: 90_000})
+	x, ok := poseA()
+	if r.rx.clock.State() != store.Frozen {
+		t.Fatalf("the clock resumed (%v): the frame was meant to leave it frozen", r.rx.clock.State())
+	}
+	if !ok || x != held {
+		t.Fatalf("frozen, A moved from %v to %v", held, x)
 	}
 }
