@@ -69,8 +69,9 @@
 //     Config.StraightExtrapolation turns it all off.
 //   - Every known island has a view: one without a valid pose at r comes as
 //     missing (Mode store.Empty, no poses), and ViewReady says whether the
-//     whole view is valid at r. While the clock is Frozen the views are held
-//     as last shown; a Cut control message ends a segment at its time.
+//     whole view is valid at r (never while the clock is Waiting to
+//     re-anchor). While the clock is Frozen the views are held as last
+//     shown; a Cut control message ends a segment at its time.
 //
 // # Snapshots
 //

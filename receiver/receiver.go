@@ -348,7 +348,7 @@ func (r *Receiver) Render(now int64) []IslandView {
 	frozen := r.clock.State() == store.Frozen
 	r.sim.spent = 0
 	n := 0
-	r.ready = true
+	r.ready = r.clock.State() != store.Waiting // no time base to be ready on
 	for _, id := range r.known {
 		var v *store.View
 		if frozen {
@@ -379,9 +379,10 @@ func (r *Receiver) Render(now int64) []IslandView {
 }
 
 // ViewReady reports whether the last Render showed every known island
-// valid at r — none missing, none held Stale or before its first frame. A
-// view that is not ready must not be used for anything that needs all of it
-// at r (say, hit queries against what the player saw).
+// valid at r — none missing, none held Stale or before its first frame — on
+// a playout clock that was not Waiting to re-anchor. A view that is not
+// ready must not be used for anything that needs all of it at r (say, hit
+// queries against what the player saw).
 func (r *Receiver) ViewReady() bool { return r.ready }
 
 // NextDeadline returns the local time at which an incomplete frame expires,

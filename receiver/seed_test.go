@@ -479,3 +479,29 @@ func TestFrozenHoldsWhatArrives(t *testing.T) {
 		t.Fatalf("frozen, A moved from %v to %v", held, x)
 	}
 }
+
+// TestWaitingIsNotReady: a view rendered while the playout clock is Waiting
+// (it lost its time base and has not re-anchored) is not ready, whatever
+// the islands show.
+func TestWaitingIsNotReady(t *testing.T) {
+	r := newSeedRig(t)
+	for r.seq < 30 {
+		r.feedBack(r.broadcast(island.Time(r.seq+1)*50_000, map[uint32]int64{seedA: 1000, seedB: 2000, seedC: 3000}))
+		r.rx.Render(r.now)
+	}
+	if !r.rx.ViewReady() {
+		t.Fatal("setup: not ready while playing")
+	}
+	for range 200 { // no frames: frozen, then waiting to re-anchor
+		r.now += 10_000
+		if r.rx.Render(r.now); r.rx.clock.State() == store.Waiting {
+			break
+		}
+	}
+	if r.rx.clock.State() != store.Waiting {
+		t.Fatalf("setup: the clock is %v", r.rx.clock.State())
+	}
+	if r.rx.ViewReady() {
+		t.Fatal("ready while the clock is Waiting")
+	}
+}
