@@ -416,24 +416,7 @@ func TestResubscribedIslandGoesWhole(t *testing.T) {
 	m := ids(1, 2)
 	live(t, b, 7, m)
 	subscribeAll(t, b, 1)
-	dec, _ := codec.NewV2Decoder(codec.Config{})
-	kind := func(seq uint32) codec.RecordKind {
-		f := frameOf(7, m, seq)
-		f.Members[0].State.X += float64(seq) // it moves: a delta when it can be one
-		b.Frames([]*island.Frame{f})
-		_, dgs := b.Take(1, nil, nil)
-		if len(dgs) != 1 {
-			t.Fatalf("frame %d went in %d datagrams", seq, len(dgs))
-		}
-		h, recs, err := dec.Decode(dgs[0].Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.FeedbackBytes(1, codec.Received{Newest: h.Packet}.Append(nil)); err != nil {
-			t.Fatal(err)
-		}
-		return recs[0].Kind
-	}
+	kind := func(seq uint32) codec.RecordKind { return sendMoving(t, b, frameOf(7, m, seq)) }
 	for seq := uint32(1); seq <= 3; seq++ {
 		kind(seq)
 	}
@@ -461,21 +444,10 @@ func TestSegmentChangeGoesWhole(t *testing.T) {
 	m := ids(1, 2)
 	live(t, b, 7, m)
 	subscribeAll(t, b, 1)
-	dec, _ := codec.NewV2Decoder(codec.Config{})
 	kind := func(seq, segment uint32) codec.RecordKind {
 		f := frameOf(7, m, seq)
 		f.Segment = segment
-		f.Members[0].State.X += float64(seq)
-		b.Frames([]*island.Frame{f})
-		_, dgs := b.Take(1, nil, nil)
-		h, recs, err := dec.Decode(dgs[0].Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.FeedbackBytes(1, codec.Received{Newest: h.Packet}.Append(nil)); err != nil {
-			t.Fatal(err)
-		}
-		return recs[0].Kind
+		return sendMoving(t, b, f)
 	}
 	for seq := uint32(1); seq <= 3; seq++ {
 		kind(seq, 0)
@@ -489,4 +461,26 @@ func TestSegmentChangeGoesWhole(t *testing.T) {
 	if k := kind(6, 1); k != codec.KindDelta {
 		t.Fatalf("the next one is %v, want a delta against it", k)
 	}
+}
+
+// sendMoving broadcasts f, moved by its sequence so that it is never a
+// prediction, to observer 1 in one datagram, confirms that datagram, and
+// returns the kind of record f went as.
+func sendMoving(t *testing.T, b *Broadcaster, f *island.Frame) codec.RecordKind {
+	t.Helper()
+	f.Members[0].State.X += float64(f.Key.Seq)
+	b.Frames([]*island.Frame{f})
+	_, dgs := b.Take(1, nil, nil)
+	if len(dgs) != 1 {
+		t.Fatalf("frame %d went in %d datagrams", f.Key.Seq, len(dgs))
+	}
+	dec, _ := codec.NewV2Decoder(codec.Config{})
+	h, recs, err := dec.Decode(dgs[0].Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.FeedbackBytes(1, codec.Received{Newest: h.Packet}.Append(nil)); err != nil {
+		t.Fatal(err)
+	}
+	return recs[0].Kind
 }

@@ -59,7 +59,7 @@ type rcMark struct {
 }
 
 func (e *rcEncoder) reset(out []byte) {
-	*e = rcEncoder{rng: 0xFFFFFFFF, pending: 1, out: out[:0], first: true, undo: e.undo[:0], costs: e.costs}
+	*e = rcEncoder{rng: 0xFFFFFFFF, pending: 1, out: out[:0], first: true, undo: e.undo[:0]}
 }
 
 func (e *rcEncoder) mark() rcMark {

@@ -87,17 +87,7 @@ type V2Ref struct {
 	Base *baseline.Table
 }
 
-// fieldCategory maps a field's wire position to its V2Bytes category:
-// position, position, angle, velocity ×3 (indices are 0).
-var fieldCategory = [6]int{1, 1, 2, 3, 3, 3}
-
-// fields lists a quantized state's six fields in wire order.
-func fields(s *quant.State) [6]*int64 {
-	return [6]*int64{&s.X, &s.Y, &s.Angle, &s.VX, &s.VY, &s.AngVel}
-}
-
 func appendU(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
-func appendS(b []byte, v int64) []byte  { return binary.AppendVarint(b, v) }
 
 // uvarintLen is the canonical length of v as a uvarint.
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }

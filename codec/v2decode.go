@@ -166,24 +166,6 @@ func (p *v2Parser) uvarint(field string) (uint64, error) {
 	return v, nil
 }
 
-// varint reads a zigzag-coded signed varint.
-func (p *v2Parser) varint(field string) (int64, error) {
-	u, err := p.uvarint(field)
-	if err != nil {
-		return 0, err
-	}
-	return unzig(u), nil
-}
-
-// unzig undoes zigzag coding.
-func unzig(u uint64) int64 {
-	v := int64(u >> 1)
-	if u&1 != 0 {
-		v = ^v
-	}
-	return v
-}
-
 // u32 reads a uvarint that must fit 32 bits.
 func (p *v2Parser) u32(field string) (uint32, error) {
 	at := p.off

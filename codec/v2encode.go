@@ -17,8 +17,8 @@ type V2Bytes struct {
 	Total     int64 // every byte
 	Headers   int64 // datagram headers (29 bytes each)
 	Records   int64 // record heads, islands, keys, lags, counts, fragment fields; in batch records, the coded kinds, gaps, classes, flags, lags and counts
-	Digests   int64 // frame digests
-	Indices   int64 // changed-member bitmaps, field masks and member identities
+	Digests   int64 // fragments' frame digests
+	Indices   int64 // changed and nonzero flags, member identities
 	Position  int64 // x and y values or residuals
 	Angle     int64 // angle values or residuals
 	Velocity  int64 // velocity and angular velocity values or residuals
@@ -385,7 +385,8 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 		if n < 2 {
 			return fail(ErrLimit, -1, "member too large for a datagram")
 		}
-		e.cut(key, n, e.fragEnds[0]/2+1)
+		room = e.fragEnds[0]/2 + 1
+		e.cut(key, n, room)
 		count = len(e.spans)
 	}
 	if count > e.cfg.MaxFragments {
@@ -395,19 +396,21 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 	if withParity {
 		// Parity shards are as long as the longest fragment: find the
 		// smallest cap that still cuts the frame into count fragments.
-		lo, hi := (e.fragEnds[count-1]+count-1)/count, room
+		lo, hi, last := (e.fragEnds[count-1]+count-1)/count, room, room
 		for range 6 {
 			if hi-lo <= 8 {
 				break
 			}
 			mid := (lo + hi) / 2
-			if e.cut(key, n, mid) && len(e.spans) == count {
+			if last = mid; e.cut(key, n, mid) && len(e.spans) == count {
 				hi = mid
 			} else {
 				lo = mid
 			}
 		}
-		e.cut(key, n, hi)
+		if last != hi { // the cut in hand is not the one chosen
+			e.cut(key, n, hi)
+		}
 	}
 	d := e.digestOf(f)
 	e.shardLen = 0
@@ -464,11 +467,9 @@ func (e *V2Encoder) cut(key bool, n, room int) bool {
 		if k == 0 {
 			return false
 		}
-		costs := rc.costs
 		e.fragBuf = append(e.fragBuf, rc.finish()...)
 		e.fragEnds = append(e.fragEnds, len(e.fragBuf))
-		e.fragCosts = append(e.fragCosts, costs)
-		rc.costs = [numCats]int64{}
+		e.fragCosts = append(e.fragCosts, rc.costs)
 		e.spans = append(e.spans, span{first, k})
 		first += k
 	}
