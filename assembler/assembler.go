@@ -231,7 +231,18 @@ func (a *Assembler) push(now int64, f *codec.Fragment) (Outcome, *Frame) {
 // Sender and key are equal by construction (they select the frame).
 func sameFrameHeader(a, b *codec.FragmentHeader) bool {
 	return a.Time == b.Time && a.Segment == b.Segment && a.Flags == b.Flags &&
-		a.TotalMembers == b.TotalMembers && a.Count == b.Count && a.Digest == b.Digest
+		a.TotalMembers == b.TotalMembers && a.Count == b.Count && a.Digest == b.Digest &&
+		a.Quantized == b.Quantized && a.Class == b.Class
+}
+
+// digest returns the digest a frame with header h and members body (in
+// frame order) must carry: a quantized frame's sum over its integer
+// records, or version 1's digest over its float records.
+func digest(h *codec.FragmentHeader, body []byte) uint64 {
+	if h.Quantized {
+		return codec.QuantSum(h, codec.QuantRecords(body))
+	}
+	return codec.Digest(h, codec.Records(body))
 }
 
 // admit creates a pending frame for the first fragment of id, evicting to
@@ -328,14 +339,11 @@ func (a *Assembler) poison(p *pending, why Outcome) Outcome {
 // the caller takes the frame through admission, which rejects it and keeps
 // its tombstone, exactly as for a frame of many fragments.
 func (a *Assembler) whole(id frameID, h *codec.FragmentHeader, raw []byte) (Outcome, *Frame, bool) {
-	if codec.Digest(h, codec.Records(raw)) != h.Digest || a.dedup.hasDuplicate(codec.Records(raw)) {
+	if digest(h, raw) != h.Digest || a.dedup.hasDuplicate(codec.Records(raw)) {
 		return 0, nil, false
 	}
 	a.outRaw = append(a.outRaw[:0], raw...)
-	a.out = Frame{
-		Sender: id.sender, Key: id.key, Time: h.Time, Segment: h.Segment, Flags: h.Flags,
-		Digest: h.Digest, Fragments: 1, Members: codec.Records(a.outRaw),
-	}
+	a.out = newFrame(id, h, 1, a.outRaw)
 	a.completed(id)
 	return Completed, &a.out, true
 }
@@ -350,16 +358,13 @@ func (a *Assembler) complete(p *pending) (Outcome, *Frame) {
 		copy(body[first*codec.MemberSize:], p.raw[start*codec.MemberSize:(start+n)*codec.MemberSize])
 	}
 	// The digest covers the frame-level header fields, then the members.
-	if codec.Digest(&p.hdr, codec.Records(body)) != p.hdr.Digest {
+	if digest(&p.hdr, body) != p.hdr.Digest {
 		return a.poison(p, RejectDigestMismatch), nil
 	}
 	if a.dedup.hasDuplicate(codec.Records(body)) {
 		return a.poison(p, RejectDuplicateMember), nil
 	}
-	a.out = Frame{
-		Sender: p.id.sender, Key: p.id.key, Time: p.hdr.Time, Segment: p.hdr.Segment, Flags: p.hdr.Flags,
-		Digest: p.hdr.Digest, Fragments: int(p.hdr.Count), Members: codec.Records(body),
-	}
+	a.out = newFrame(p.id, &p.hdr, int(p.hdr.Count), body)
 	a.completed(p.id)
 	a.drop(p, Completed)
 	return Completed, &a.out

@@ -9,7 +9,12 @@
 //     overlap, no gap), the member identities are distinct and the xxhash64
 //     digest in the header matches the frame-level header fields plus the
 //     members in frame order. The emitted Frame holds those member records
-//     byte for byte (codec.Records).
+//     byte for byte: version 1's float records (codec.Records), or the
+//     restored integers of a quantized frame (codec.QuantRecords, the
+//     header marked Quantized), whose digest is its frame sum
+//     (codec.QuantSum, the class included). Frame.ID and Frame.State read
+//     either; the fragments of one frame must agree on being quantized and
+//     on the class.
 //   - Fragments are grouped by (Sender, Key): the same key from two senders
 //     is two frames and is never mixed.
 //   - An identical duplicate fragment is accepted idempotently (outcome

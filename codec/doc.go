@@ -101,7 +101,12 @@
 //     Records.Member for all of it, reporting whether its floats are finite
 //     (ParseMember is the same for a standalone record).
 //   - Every fragment header carries the frame digest: xxhash64 of the
-//     frame-level header fields and all member records (Digest).
+//     frame-level header fields and all member records (Digest). A
+//     quantized (version 3) frame cut into fragments carries its frame sum
+//     instead (FrameSum: the same hash over its integers, class included);
+//     its receiver reassembles the restored integers as QuantRecords
+//     (AppendQuantRecords) under a header marked Quantized, and QuantSum
+//     checks them.
 //
 // # Limits
 //

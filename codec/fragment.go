@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 )
 
 // FragmentHeader is the fixed part of a fragment record: which frame the
@@ -22,6 +23,13 @@ type FragmentHeader struct {
 	FirstMember  uint32          // frame position of this fragment's first member
 	MemberCount  uint16          // members in this fragment; at least 1
 	Digest       uint64          // xxhash64 of all members' records in frame order
+	// Quantized marks a fragment of a quantized (version 3) frame, restored
+	// to integers: its members are QuantRecords and Digest is the frame's
+	// sum (FrameSum, Class included), not the version-1 digest. Neither
+	// Quantized nor Class is on the version-1 wire: a version-1 fragment is
+	// never Quantized and its Class is 0.
+	Quantized bool
+	Class     quant.Class // a quantized frame's constraint class
 }
 
 // Append appends the FragmentHeaderSize-byte wire form of h to b.
@@ -101,7 +109,8 @@ func (h *FragmentHeader) check(cfg *Config) error {
 
 // Fragment is one decoded fragment record. Its members stay in wire form in
 // Raw (already checked: MemberCount records, every float finite); read them
-// with Raw.ID and Raw.Member. Raw aliases the decoded datagram.
+// with Raw.ID and Raw.Member. Raw aliases the decoded datagram. A fragment of
+// a quantized frame (Header.Quantized) holds QuantRecords in Raw instead.
 type Fragment struct {
 	Header FragmentHeader
 	Raw    Records // MemberCount member records of MemberSize bytes each

@@ -3,13 +3,10 @@ package codec
 import (
 	"encoding/binary"
 	"math"
-	"slices"
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/island"
-	"github.com/islandsync/islandsync/quant"
 )
 
 // AppendMember appends the 60-byte wire form of m to b: stable id (uint64),
@@ -25,46 +22,6 @@ func AppendMember(b []byte, m *island.Member) []byte {
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.VX))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.VY))
 	return binary.LittleEndian.AppendUint64(b, math.Float64bits(s.AngVel))
-}
-
-// AppendRestored appends to b the 60-byte records (as AppendMember lays
-// them out) of the float states ents' quantized members restore to under p:
-// the member records a frame digest covers. It grows b once and converts
-// in place; the bits are those of quant.State.State.
-func AppendRestored(b []byte, ents []baseline.Entry, p quant.Precision) []byte {
-	return appendRestored(b, nil, nil, ents, p)
-}
-
-// AppendRestoredStates is AppendRestored that also writes member i's
-// identity and float state to ids[i] and states[i], from the one
-// conversion: what a validator takes. ids and states must be at least as
-// long as ents.
-func AppendRestoredStates(b []byte, ids []island.MemberID, states []island.State, ents []baseline.Entry, p quant.Precision) []byte {
-	return appendRestored(b, ids[:len(ents)], states[:len(ents)], ents, p)
-}
-
-func appendRestored(b []byte, ids []island.MemberID, states []island.State, ents []baseline.Entry, p quant.Precision) []byte {
-	n := len(b)
-	b = slices.Grow(b, len(ents)*MemberSize)[:n+len(ents)*MemberSize]
-	sc := p.Scales()
-	for i := range ents {
-		e := &ents[i]
-		w := b[n : n+MemberSize : n+MemberSize]
-		n += MemberSize
-		binary.LittleEndian.PutUint64(w[0:], e.ID.Stable)
-		binary.LittleEndian.PutUint32(w[8:], e.ID.Generation)
-		st := sc.State(e.Q)
-		binary.LittleEndian.PutUint64(w[12:], math.Float64bits(st.X))
-		binary.LittleEndian.PutUint64(w[20:], math.Float64bits(st.Y))
-		binary.LittleEndian.PutUint64(w[28:], math.Float64bits(st.Angle))
-		binary.LittleEndian.PutUint64(w[36:], math.Float64bits(st.VX))
-		binary.LittleEndian.PutUint64(w[44:], math.Float64bits(st.VY))
-		binary.LittleEndian.PutUint64(w[52:], math.Float64bits(st.AngVel))
-		if states != nil {
-			ids[i], states[i] = e.ID, st
-		}
-	}
-	return b
 }
 
 // ParseMember reads one member record from the start of b. It returns the

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -71,13 +72,9 @@ type V2Frame struct {
 	// Sum, when Digested, is the frame's integer digest (FrameSum) at the
 	// encoder's time (see V2Encoder.FrameDigest): a frame sent to many
 	// observers is hashed once. When not Digested the encoder computes it.
+	// A frame cut into fragments carries it as its digest.
 	Sum      uint64
 	Digested bool
-	// Digest is the frame digest of version 1, which only a frame cut into
-	// fragments carries: the encoder computes it the first time it cuts
-	// the frame, and keeps it here when the frame is Digested.
-	Digest    uint64
-	hasDigest bool
 }
 
 // V2Ref is what a delta or run record refers to: the observer's baseline
@@ -107,23 +104,17 @@ func v2Check(dg []byte) uint32 {
 // xxhash64 (seed 0) over u32 island, u32 sender, u32 epoch, u32 topology,
 // u32 config, u32 seq, i64 time, u32 segment, u8 flags, u8 class, u32
 // member count, then per member u64 stable id, u32 generation and the six
-// quantized values as i64 — all little-endian. A datagram's sum hashes the
-// sums of the whole frames it carries, so that a receiver that restored
-// them from other baselines than the sender's, or from other bytes, finds
-// out before it commits anything.
+// quantized values as i64 — all little-endian (the member's QuantRecords
+// form). A datagram's sum hashes the sums of the whole frames it carries,
+// so that a receiver that restored them from other baselines than the
+// sender's, or from other bytes, finds out before it commits anything; a
+// frame cut into fragments carries its sum as its digest.
 func FrameSum(sender island.SenderID, key island.Key, t island.Time, segment uint32, flags island.Flags, class quant.Class, members []baseline.Entry) uint64 {
 	// Small frames (most islands) are hashed from one buffer on the stack;
 	// larger ones stream member by member. Both hash the same bytes.
-	const head, member, inline = 42, 60, 8
-	var buf [head + inline*member]byte
-	o := buf[:0]
-	for _, v := range [...]uint32{key.Island, uint32(sender), key.Epoch, key.Topology, key.Config, key.Seq} {
-		o = binary.LittleEndian.AppendUint32(o, v)
-	}
-	o = binary.LittleEndian.AppendUint64(o, uint64(t))
-	o = binary.LittleEndian.AppendUint32(o, segment)
-	o = append(o, byte(flags), byte(class))
-	o = binary.LittleEndian.AppendUint32(o, uint32(len(members)))
+	const inline = 8
+	var buf [sumHeadSize + inline*MemberSize]byte
+	o := appendSumHead(buf[:0], sender, key, t, segment, flags, class, len(members))
 	if len(members) <= inline {
 		for i := range members {
 			o = appendMemberSum(o, &members[i])
@@ -136,6 +127,35 @@ func FrameSum(sender island.SenderID, key island.Key, t island.Time, segment uin
 	for i := range members {
 		_, _ = d.Write(appendMemberSum(buf[:0], &members[i]))
 	}
+	return d.Sum64()
+}
+
+// sumHeadSize is the frame-level part of a frame sum, in bytes.
+const sumHeadSize = 42
+
+// appendSumHead appends the frame-level fields a frame sum hashes before
+// the members.
+func appendSumHead(o []byte, sender island.SenderID, key island.Key, t island.Time, segment uint32, flags island.Flags, class quant.Class, n int) []byte {
+	for _, v := range [...]uint32{key.Island, uint32(sender), key.Epoch, key.Topology, key.Config, key.Seq} {
+		o = binary.LittleEndian.AppendUint32(o, v)
+	}
+	o = binary.LittleEndian.AppendUint64(o, uint64(t))
+	o = binary.LittleEndian.AppendUint32(o, segment)
+	o = append(o, byte(flags), byte(class))
+	return binary.LittleEndian.AppendUint32(o, uint32(n))
+}
+
+// QuantSum is FrameSum over a frame held as quantized records: h's
+// frame-level fields (sender, key, time, segment, flags, class and total
+// members) and the records members, in frame order. For members =
+// AppendQuantRecords(nil, ents) it equals FrameSum of ents. It does not
+// allocate.
+func QuantSum(h *FragmentHeader, members QuantRecords) uint64 {
+	var head [sumHeadSize]byte
+	var d xxhash.Digest
+	d.Reset()
+	_, _ = d.Write(appendSumHead(head[:0], h.Sender, h.Key, h.Time, h.Segment, h.Flags, h.Class, int(h.TotalMembers)))
+	_, _ = d.Write(members)
 	return d.Sum64()
 }
 
@@ -171,22 +191,23 @@ func (s *DatagramSum) Sum32() uint32 {
 	return uint32(s.d.Sum64())
 }
 
-// appendMemberSum appends what a frame sum hashes of one member.
+// appendMemberSum appends what a frame sum hashes of one member: its
+// QuantRecords form.
 func appendMemberSum(o []byte, m *baseline.Entry) []byte {
-	o = binary.LittleEndian.AppendUint64(o, m.ID.Stable)
-	o = binary.LittleEndian.AppendUint32(o, m.ID.Generation)
-	for _, v := range [...]int64{m.Q.X, m.Q.Y, m.Q.Angle, m.Q.VX, m.Q.VY, m.Q.AngVel} {
-		o = binary.LittleEndian.AppendUint64(o, uint64(v))
-	}
+	n := len(o)
+	o = slices.Grow(o, MemberSize)[:n+MemberSize]
+	putMemberSum((*[MemberSize]byte)(o[n:]), m)
 	return o
 }
 
-// frameDigest returns the frame digest of f as v1 defines it (the header's
-// frame-level fields, then every member's 60-byte record), over the states
-// f's quantized members restore to: receivers that restore the same
-// integers compute the same digest.
-func (e *V2Encoder) frameDigest(f *V2Frame) uint64 {
-	e.raw = AppendRestored(e.raw[:0], f.Members, f.Class.Precision())
-	h := FragmentHeader{Sender: f.Sender, Key: f.Key, Time: e.time, Segment: f.Segment, Flags: f.Flags, TotalMembers: uint32(len(f.Members))}
-	return Digest(&h, e.raw)
+// putMemberSum writes m's QuantRecords form to w.
+func putMemberSum(w *[MemberSize]byte, m *baseline.Entry) {
+	binary.LittleEndian.PutUint64(w[0:], m.ID.Stable)
+	binary.LittleEndian.PutUint32(w[8:], m.ID.Generation)
+	binary.LittleEndian.PutUint64(w[12:], uint64(m.Q.X))
+	binary.LittleEndian.PutUint64(w[20:], uint64(m.Q.Y))
+	binary.LittleEndian.PutUint64(w[28:], uint64(m.Q.Angle))
+	binary.LittleEndian.PutUint64(w[36:], uint64(m.Q.VX))
+	binary.LittleEndian.PutUint64(w[44:], uint64(m.Q.VY))
+	binary.LittleEndian.PutUint64(w[52:], uint64(m.Q.AngVel))
 }

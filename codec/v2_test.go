@@ -123,10 +123,15 @@ func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[ui
 				if r.Fragments == 1 {
 					sum.Add(FrameSum(tb.Frame.Sender, tb.Frame.Key, h.Time, tb.Frame.Segment, r.Flags, tb.Frame.Class, tb.Entries))
 				} else {
-					// The digest: the restored floats hashed as v1 does.
-					f := V2Frame{Sender: tb.Frame.Sender, Key: tb.Frame.Key, Segment: tb.Frame.Segment, Flags: r.Flags, Class: tb.Frame.Class, Members: tb.Entries}
-					if w.enc.frameDigest(&f) != r.Digest {
+					// The digest: the frame's sum, over the restored integers
+					// as QuantSum reads them from quantized records too.
+					if d := FrameSum(tb.Frame.Sender, tb.Frame.Key, h.Time, tb.Frame.Segment, r.Flags, tb.Frame.Class, tb.Entries); d != r.Digest {
 						w.t.Fatalf("island %d: digest mismatch", r.Island)
+					}
+					hdr := FragmentHeader{Sender: tb.Frame.Sender, Key: tb.Frame.Key, Time: h.Time, Segment: tb.Frame.Segment,
+						Flags: r.Flags, TotalMembers: uint32(len(tb.Entries)), Quantized: true, Class: tb.Frame.Class}
+					if QuantSum(&hdr, AppendQuantRecords(nil, tb.Entries)) != r.Digest {
+						w.t.Fatalf("island %d: QuantSum differs from FrameSum", r.Island)
 					}
 				}
 				out[r.Island] = tb
@@ -605,7 +610,7 @@ func describeV2(about string, dg []byte) string {
 		}
 		fmt.Fprintf(&b, ", members: %d", r.Total)
 		if r.Fragments > 1 {
-			fmt.Fprintf(&b, ", fragment %d of %d: members %d … %d, frame digest %#016x, the members range-coded in %d bytes", r.Index, r.Fragments, r.First, r.First+r.N-1, r.Digest, len(r.raw))
+			fmt.Fprintf(&b, ", fragment %d of %d: members %d … %d, frame digest (the frame sum) %#016x, the members range-coded in %d bytes", r.Index, r.Fragments, r.First, r.First+r.N-1, r.Digest, len(r.raw))
 		}
 		b.WriteString("\n")
 		if r.Kind == KindKey {
@@ -1120,27 +1125,36 @@ func TestV2Islands(t *testing.T) {
 	}
 }
 
-// TestAppendRestoredStates: the records are AppendRestored's, byte for
-// byte, and each member's identity and state are what its quantized state
-// restores to — after bytes already in the buffer.
-func TestAppendRestoredStates(t *testing.T) {
-	f := v2Frame(40, 37, 2, quant.Chain, 1.3)
-	p := quant.Chain.Precision()
-	want := AppendRestored([]byte("head"), f.Members, p)
-	ids := make([]island.MemberID, len(f.Members)+3)
-	states := make([]island.State, len(f.Members)+3)
-	got := AppendRestoredStates([]byte("head"), ids, states, f.Members, p)
-	if !bytes.Equal(got, want) {
-		t.Fatal("records differ from AppendRestored's")
-	}
-	sc := p.Scales()
-	for i, e := range f.Members {
-		if ids[i] != e.ID || states[i] != sc.State(e.Q) {
-			t.Fatalf("member %d: %v %+v", i, ids[i], states[i])
+// TestQuantRecords: AppendQuantRecords lays out each member as a frame sum
+// hashes it, after bytes already in the buffer; the records read back as
+// the very members; and QuantSum over them is FrameSum, for frames hashed
+// from the stack (8 members or fewer) and streamed alike.
+func TestQuantRecords(t *testing.T) {
+	for _, n := range []int{1, 8, 9, 40} {
+		f := v2Frame(40, n, 2, quant.Chain, 1.3)
+		b := AppendQuantRecords([]byte("head"), f.Members)
+		if string(b[:4]) != "head" || len(b) != 4+n*MemberSize {
+			t.Fatalf("%d members: %d bytes", n, len(b))
 		}
-	}
-	if ids[len(f.Members)] != (island.MemberID{}) || states[len(f.Members)] != (island.State{}) {
-		t.Fatal("wrote past the members")
+		r := QuantRecords(b[4:])
+		var one []byte
+		for i, e := range f.Members {
+			if r.ID(i) != e.ID || r.Quant(i) != e.Q {
+				t.Fatalf("member %d: %v %+v", i, r.ID(i), r.Quant(i))
+			}
+			one = appendMemberSum(one, &f.Members[i])
+		}
+		if !bytes.Equal(one, r) {
+			t.Fatal("records differ from what a frame sum hashes")
+		}
+		if got := r.AppendEntries(nil); !sameMembers(got, f.Members) {
+			t.Fatal("AppendEntries differs")
+		}
+		h := FragmentHeader{Sender: f.Sender, Key: f.Key, Time: 1234, Segment: f.Segment, Flags: f.Flags,
+			TotalMembers: uint32(n), Quantized: true, Class: f.Class}
+		if QuantSum(&h, r) != FrameSum(f.Sender, f.Key, 1234, f.Segment, f.Flags, f.Class, f.Members) {
+			t.Fatalf("%d members: QuantSum differs from FrameSum", n)
+		}
 	}
 }
 

@@ -412,7 +412,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 			e.cut(key, n, hi)
 		}
 	}
-	d := e.digestOf(f)
+	d := e.sumOf(f)
 	e.shardLen = 0
 	start := 0
 	for i, sp := range e.spans {
@@ -481,10 +481,9 @@ type span struct{ first, n int }
 
 // FrameDigest computes f's sum for the current broadcast (Begin's time)
 // and records it in f, so that encoding f for many observers hashes it
-// once; the digest of a frame cut into fragments is kept in f too, once
-// computed.
+// once.
 func (e *V2Encoder) FrameDigest(f *V2Frame) {
-	f.Sum, f.Digested, f.hasDigest = e.frameSum(f), true, false
+	f.Sum, f.Digested = e.frameSum(f), true
 }
 
 // sum returns f's sum: FrameDigest's, or computed now.
@@ -493,19 +492,6 @@ func (e *V2Encoder) sumOf(f *V2Frame) uint64 {
 		return f.Sum
 	}
 	return e.frameSum(f)
-}
-
-// digestOf returns f's version-1 frame digest, computed the first time a
-// Digested frame needs it.
-func (e *V2Encoder) digestOf(f *V2Frame) uint64 {
-	if f.Digested && f.hasDigest {
-		return f.Digest
-	}
-	d := e.frameDigest(f)
-	if f.Digested {
-		f.Digest, f.hasDigest = d, true
-	}
-	return d
 }
 
 func (e *V2Encoder) frameSum(f *V2Frame) uint64 {

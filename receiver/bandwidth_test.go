@@ -47,8 +47,11 @@ func newLagLoopDatagram(b testing.TB, scene string, hz, lag, wire, maxDatagram i
 	if err != nil {
 		b.Fatal(err)
 	}
-	bc, _ := broadcast.New(broadcast.Config{SendPeriod: auth.Period(), Wire: wire,
+	bc, err := broadcast.New(broadcast.Config{SendPeriod: auth.Period(), Wire: wire,
 		Class: func(uint32, int) quant.Class { return quant.Rigid }})
+	if err != nil {
+		b.Fatal(err)
+	}
 	rx, _ := New(Config{})
 	l := &lagLoop{loop: &loop{t: b, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: lag,
 		last: map[island.MemberID]quant.State{}}

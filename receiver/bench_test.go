@@ -209,10 +209,12 @@ func BenchmarkReceiveV2(b *testing.B) {
 // each wire format: the like-for-like receive cost per body — with a
 // render per frame, and without (decode, reassemble, validate, commit
 // alone). The chain has every body moving; the boxes are many small islands,
-// most at rest, whose topology changes as stacks touch and part.
+// most at rest, whose topology changes as stacks touch and part; the Fiedler
+// scene is 900 boxes in stacks that a pusher sweeps through without pause
+// (about a third of its bodies change per snapshot).
 func BenchmarkReplay(b *testing.B) {
-	for _, scene := range []string{"chain", "ragdolls", "boxes"} {
-		for _, wire := range []int{1, 2} {
+	for _, scene := range []string{"chain", "ragdolls", "boxes", "fiedler"} {
+		for _, wire := range []int{1, 3} {
 			rec := record(b, scene, 300, wire)
 			for _, render := range []bool{true, false} {
 				b.Run(fmt.Sprintf("scene=%s/wire=%d/render=%v", scene, wire, render), func(b *testing.B) {

@@ -1,7 +1,6 @@
 package receiver
 
 import (
-	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/localsim"
 )
@@ -34,13 +33,6 @@ func (r *Receiver) Clone() *Receiver {
 	for id, s := range r.v2 {
 		t := *s
 		t.kept = s.kept.Clone()
-		if s.stage != nil {
-			st := *s.stage
-			st.ents = append([]baseline.Entry(nil), s.stage.ents...)
-			st.ids = append(st.ids[:0:0], s.stage.ids...)
-			st.states = append(st.states[:0:0], s.stage.states...)
-			t.stage = &st
-		}
 		c.v2[id] = &t
 	}
 	c.parity = make(map[parityKey]*parityFrame, len(r.parity))

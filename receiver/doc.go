@@ -44,16 +44,19 @@
 //     datagram's sum over their integers holds — a forged or mismatched
 //     baseline, or altered bytes, commit nothing — then validated from
 //     their restored members without reassembly (the store refuses a
-//     repeat); fragments are reassembled as in version 1, checked by their
-//     frame digest, and the completed frame is validated from its staged
-//     members. Feedback encodes what goes back: Keyframes for
+//     repeat); a fragment's restored integers go to the assembler as
+//     quantized records, the frame completes only when every part arrived
+//     and its frame sum over those integers matches the digest every part
+//     carries, and it is validated from them and kept as a baseline — no
+//     member ever passes through version 1's float records. Feedback
+//     encodes what goes back: Keyframes for
 //     the islands refused, then Received, which confirms the datagrams
 //     that arrived — one 17-byte message whatever the number of islands.
 //   - Wire 3 parity: once a parity record has arrived, the fragments of
 //     frames cut into several datagrams are kept (at most 64 frames, 250 ms,
 //     4 MiB of buffers in all); when as many records as the frame has
 //     fragments are in and one is still missing, the missing fragments are
-//     rebuilt and go through reassembly like any other, digest included.
+//     rebuilt and go through reassembly like any other, frame sum included.
 //     A rebuild that does not yield fragments of that frame is refused and
 //     counted (V2Stats.ParityBad).
 //   - Islands move as the authority moves them, joints and all: each

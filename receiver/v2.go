@@ -16,22 +16,6 @@ import (
 // committed within the window of broadcasts both ends keep to.
 type v2Island struct {
 	kept baseline.Kept
-	// The frame being reassembled from fragments; nil until the island's
-	// first fragment (most islands never have one, and this struct is
-	// visited for every island on every broadcast: kept small).
-	stage *v2Stage
-}
-
-// v2Stage is the frame an island is reassembling from fragments: its
-// quantized members, so that the baseline is kept from the integers
-// themselves, and their identities and float states, for the validator.
-type v2Stage struct {
-	key    island.Key
-	ents   []baseline.Entry
-	ids    []island.MemberID
-	states []island.State
-	staged int // members staged for key (a part counted once)
-	parts  uint64
 }
 
 // V2Stats counts what the wire-3 path did.
@@ -269,23 +253,16 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 // v2Push takes restored members on. A whole record needs no assembly: it
 // waits, with its datagram's other whole frames, for the datagram's sum
 // (datagramV2), and its members then go to the validator as they are. A
-// fragment goes to the assembler as a version-1 fragment — the float
-// states, exactly — carrying the whole 64-bit digest; its integers,
-// identities and float states are staged until the frame completes
-// (v2Fragment), and the completed frame is validated from them. s is the
-// island's state, nil when the island is not known (the validator then
-// refuses the frame).
+// fragment goes to the assembler as restored integers, carrying the frame's
+// sum as its digest (v2Fragment). s is the island's state, nil when the
+// island is not known (the validator then refuses the frame).
 func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry) {
 	r.ents = ents
 	if rec.Fragments == 1 {
 		r.stageWhole(s, info, rec.Flags, ents)
 		return
 	}
-	pr := info.Class.Precision()
-	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
-		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
-		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest}
-	r.v2Fragment(now, s, rec, info, ents, &hdr, pr)
+	r.v2Fragment(now, s, rec, info, ents)
 }
 
 // baselineOrRefuse keeps a frame that passed validation as a baseline of
@@ -300,34 +277,18 @@ func (r *Receiver) baselineOrRefuse(validated bool, s *v2Island, info baseline.F
 	r.requestKey(info.Key.Island)
 }
 
-// v2Fragment pushes one fragment of a frame cut into several: v2Push's
-// path for them, apart so that the whole-record path, taken for every
-// island of every broadcast, stays small.
-func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry, hdr *codec.FragmentHeader, pr quant.Precision) {
-	var st *v2Stage
-	if s != nil {
-		// Stage this part's integers, identities and float states until
-		// the frame completes.
-		if s.stage == nil {
-			s.stage = &v2Stage{}
-		}
-		st = s.stage
-		if st.key != info.Key || len(st.ents) != rec.Total {
-			st.key, st.staged, st.parts = info.Key, 0, 0
-			st.ents = resize(st.ents, rec.Total)
-			st.ids, st.states = resize(st.ids, rec.Total), resize(st.states, rec.Total)
-		}
-		if bit := uint64(1) << (rec.Index % 64); st.parts&bit == 0 {
-			st.parts |= bit
-			st.staged += len(ents)
-		}
-		copy(st.ents[rec.First:], ents)
-		// The decoder keeps First + N within Total.
-		r.raw = codec.AppendRestoredStates(r.raw[:0], st.ids[rec.First:], st.states[rec.First:], ents, pr)
-	} else {
-		r.raw = codec.AppendRestored(r.raw[:0], ents, pr)
-	}
-	o, f := r.asm.Push(now, &codec.Fragment{Header: *hdr, Raw: r.raw})
+// v2Fragment pushes one fragment of a frame cut into several, as restored
+// integers, to the assembler; the frame it completes is validated and
+// committed, and kept as a baseline from the very integers its sum was
+// checked over. v2Push's path for fragments, apart so that the whole-record
+// path, taken for every island of every broadcast, stays small.
+func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry) {
+	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
+		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
+		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest,
+		Quantized: true, Class: info.Class}
+	r.raw = codec.AppendQuantRecords(r.raw[:0], ents)
+	o, f := r.asm.Push(now, &codec.Fragment{Header: hdr, Raw: codec.Records(r.raw)})
 	switch o {
 	case assembler.Completed:
 	case assembler.Buffered, assembler.Duplicate, assembler.RejectStale: // stale: completed before, or long gone
@@ -337,15 +298,9 @@ func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info 
 		r.requestKey(info.Key.Island)
 		return
 	}
-	if st != nil && st.key == info.Key && st.staged == rec.Total {
-		r.baselineOrRefuse(r.commitStates(now, hdr, st.ids, st.states), s, info, st.ents)
-		return
-	}
-	// Parts of another frame came in between: validate the assembled
-	// floats, and quantize them back for the baseline (exact: they were
-	// restored from integers).
 	reason, vf := r.val.Validate(f)
-	ok := r.commit(now, reason, vf) && s != nil && r.requantize(f, pr)
+	ok := r.commit(now, reason, vf)
+	r.ents = f.Entries(r.ents[:0])
 	r.baselineOrRefuse(ok, s, info, r.ents)
 }
 
@@ -369,24 +324,6 @@ func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island
 	reason, vf := r.val.ValidateStates(validator.Header{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment,
 		Flags: h.Flags}, ids, states)
 	return r.commit(now, reason, vf)
-}
-
-// resize returns s with length n, keeping its storage when large enough.
-func resize[T any](s []T, n int) []T { return slices.Grow(s[:0], n)[:n] }
-
-// requantize puts an assembled frame's members, as integers, in r.ents and
-// reports whether every member quantized.
-func (r *Receiver) requantize(f *assembler.Frame, p quant.Precision) bool {
-	r.ents = r.ents[:0]
-	for i := range f.Members.Len() {
-		m, _ := f.Members.Member(i)
-		q, err := quant.Quantize(m.State, p)
-		if err != nil {
-			return false
-		}
-		r.ents = append(r.ents, baseline.Entry{ID: m.ID, Record: baseline.Record{Q: q, Time: f.Time, Segment: f.Segment}})
-	}
-	return true
 }
 
 // keepBaseline keeps a validated frame — its quantized members, the very

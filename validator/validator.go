@@ -178,14 +178,14 @@ func (v *Validator) validate(f *assembler.Frame) Reason {
 	out := &v.out
 	out.time, out.segment, out.flags = f.Time, f.Segment, f.Flags
 	for i := range len(e.m.Members) {
-		id := f.Members.ID(i)
+		id := f.ID(i)
 		pos, hd, r := v.quick(e, i, id)
 		if r != OK {
 			if pos, hd, r = v.place(e, i, id); r != OK {
 				return r
 			}
 		}
-		st, finite := f.Members.State(i)
+		st, finite := f.State(i)
 		if !finite {
 			return NonFinite
 		}
