@@ -86,6 +86,18 @@ type Assembler struct {
 	freeIslands []*islandState
 	freeStreams []*streamState
 
+	// Frames that carry parity (parity.go): entries beside frames, under
+	// the same TTL and caps.
+	parity       map[parityKey]*parityFrame
+	parityOrder  list[parityFrame, *parityFrame] // by first record, oldest at head
+	parityFree   []*parityFrame
+	parityDone   [parityDoneRing]parityKey // the last frames finished, in a ring
+	parityDoneAt int
+	parityOn     bool // a parity record arrived: data fragments are kept
+	pdec         codec.ParityDecoder
+	sdec         *codec.V2Decoder // parses rebuilt fragments
+	rebuilt      []codec.V2Record
+
 	out      Frame
 	outRaw   []byte
 	dedup    dedupSet
@@ -102,11 +114,17 @@ func New(cfg Config) (*Assembler, error) {
 	if err != nil {
 		return nil, err
 	}
+	sdec, err := codec.NewV2Decoder(codec.Config{MaxDatagram: c.MaxDatagram, MaxMembers: c.MaxMembers, MaxFragments: c.MaxFragments})
+	if err != nil {
+		return nil, err
+	}
 	return &Assembler{
 		cfg:     c,
 		frames:  make(map[frameID]*pending, c.MaxPending),
 		islands: make(map[islandID]*islandState),
 		streams: make(map[streamID]*streamState),
+		parity:  make(map[parityKey]*parityFrame),
+		sdec:    sdec,
 	}, nil
 }
 
@@ -252,8 +270,8 @@ func (a *Assembler) admit(now int64, id frameID, h *codec.FragmentHeader, fixed 
 	if isl := a.islands[iid]; isl != nil && len(isl.cands) >= a.cfg.MaxCandidatesPerIsland {
 		a.drop(isl.cands[victim(isl.cands)], EvictedIslandCap)
 	}
-	for len(a.frames) >= a.cfg.MaxPending {
-		a.drop(a.order.head, EvictedPendingCap)
+	for len(a.frames)+len(a.parity) >= a.cfg.MaxPending {
+		a.evictOldest(nil, EvictedPendingCap)
 	}
 	isl := a.islands[iid]
 	if isl == nil {
@@ -307,18 +325,14 @@ func victim(cands []*pending) int {
 	return best
 }
 
-// makeRoom evicts the oldest other frames until charge more bytes fit. It
-// reports false if even p alone cannot hold them.
+// makeRoom evicts the oldest other entries (frames in reassembly, frames
+// that carry parity) until charge more bytes fit. It reports false if even
+// p alone cannot hold them.
 func (a *Assembler) makeRoom(p *pending, charge int) bool {
 	for a.pendingBytes+charge > a.cfg.MaxPendingBytes {
-		victim := a.order.head
-		if victim == p {
-			victim = p.link.next
-		}
-		if victim == nil {
+		if !a.evictOldest(p, EvictedByteCap) {
 			return false
 		}
-		a.drop(victim, EvictedByteCap)
 	}
 	return true
 }
@@ -448,6 +462,9 @@ func (a *Assembler) Expire(now int64) {
 }
 
 func (a *Assembler) expire(now int64) {
+	for a.parityOrder.head != nil && now-a.parityOrder.head.created >= a.cfg.TTL {
+		a.dropParity(a.parityOrder.head)
+	}
 	for a.order.head != nil && now-a.order.head.created >= a.cfg.TTL {
 		p := a.order.head
 		if p.poisoned {
@@ -467,6 +484,7 @@ func (a *Assembler) expire(now int64) {
 // frames are counted under Reset; other counters and the caller time are
 // kept. Storage is recycled, as for expiry.
 func (a *Assembler) Reset() {
+	a.resetParity()
 	for a.order.head != nil {
 		p := a.order.head
 		if p.poisoned {
@@ -486,19 +504,24 @@ func (a *Assembler) Reset() {
 }
 
 // NextDeadline returns the caller time at which the oldest incomplete frame
-// expires, and false when nothing is pending. Call Expire (or Push) at or
-// after it.
+// (or kept parity frame) expires, and false when nothing is pending. Call
+// Expire (or Push) at or after it.
 func (a *Assembler) NextDeadline() (int64, bool) {
-	if a.order.head == nil {
+	p, pf := a.order.head, a.parityOrder.head
+	switch {
+	case p == nil && pf == nil:
 		return 0, false
+	case pf == nil || (p != nil && p.created <= pf.created):
+		return p.created + a.cfg.TTL, true
 	}
-	return a.order.head.created + a.cfg.TTL, true
+	return pf.created + a.cfg.TTL, true
 }
 
 // Stats is a snapshot of the assembler's counters and occupancy.
 type Stats struct {
 	Outcomes         [NumOutcomes]uint64 // per outcome; index with an Outcome
 	PendingFrames    int                 // incomplete and poisoned frames held
+	ParityFrames     int                 // frames whose records are kept for a parity rebuild
 	PendingBytes     int                 // accounted bytes held (see MemberCharge)
 	PeakPendingBytes int                 // highest PendingBytes ever reached
 	Streams          int                 // streams whose last sequence is remembered
@@ -511,7 +534,7 @@ func (s Stats) Count(o Outcome) uint64 { return s.Outcomes[o] }
 // Stats returns the current counters.
 func (a *Assembler) Stats() Stats {
 	return Stats{
-		Outcomes: a.counts, PendingFrames: len(a.frames), PendingBytes: a.pendingBytes,
+		Outcomes: a.counts, PendingFrames: len(a.frames), ParityFrames: len(a.parity), PendingBytes: a.pendingBytes,
 		PeakPendingBytes: a.peak, Streams: len(a.streams), StreamsForgotten: a.forgot,
 	}
 }

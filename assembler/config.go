@@ -66,6 +66,10 @@ type Config struct {
 	// MaxFragments caps the fragments of one frame. Zero means
 	// codec.DefaultMaxFragments.
 	MaxFragments int
+	// MaxDatagram is the largest datagram the caller takes, in bytes: each
+	// record of a frame that carries parity is kept in a buffer of that
+	// size, charged to MaxPendingBytes. Zero means codec.DefaultMaxDatagram.
+	MaxDatagram int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -83,6 +87,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxStreams, DefaultMaxStreams)
 	def(&c.MaxMembers, codec.DefaultMaxMembers)
 	def(&c.MaxFragments, codec.DefaultMaxFragments)
+	def(&c.MaxDatagram, codec.DefaultMaxDatagram)
 	switch {
 	case c.TTL < 0:
 		return c, fmt.Errorf("assembler: TTL %d < 0", c.TTL)
@@ -92,6 +97,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("assembler: MaxMembers %d outside [1, %d]", c.MaxMembers, codec.MaxMaxMembers)
 	case c.MaxFragments < 1 || c.MaxFragments > codec.MaxMaxFragments:
 		return c, fmt.Errorf("assembler: MaxFragments %d outside [1, %d]", c.MaxFragments, codec.MaxMaxFragments)
+	case c.MaxDatagram < codec.MinMaxDatagram || c.MaxDatagram > codec.MaxMaxDatagram:
+		return c, fmt.Errorf("assembler: MaxDatagram %d outside [%d, %d]", c.MaxDatagram, codec.MinMaxDatagram, codec.MaxMaxDatagram)
 	case c.MaxPendingBytes < FrameOverhead+FragmentOverhead+MemberCharge:
 		return c, fmt.Errorf("assembler: MaxPendingBytes %d cannot hold one fragment", c.MaxPendingBytes)
 	case c.MaxPending < c.MaxCandidatesPerIsland:

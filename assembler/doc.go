@@ -38,10 +38,11 @@
 //
 //	TTL                     250 ms  incomplete frames older than this are dropped (Expired)
 //	MaxCandidatesPerIsland  8       incomplete frames per island, all senders together
-//	MaxPending              1024    incomplete + poisoned frames overall
-//	MaxPendingBytes         8 MiB   accounted bytes overall
+//	MaxPending              1024    incomplete + poisoned frames and frames kept for parity, overall
+//	MaxPendingBytes         8 MiB   accounted bytes overall, parity buffers included
 //	MaxStreams              4096    remembered streams (least recently completed forgotten)
 //	MaxMembers, MaxFragments        codec defaults (4096, 512)
+//	MaxDatagram                     codec default (1200): the size of each parity buffer
 //
 // Accounting charges FrameOverhead per frame, FragmentOverhead per declared
 // fragment and MemberCharge per received member; a frame whose full size
@@ -58,17 +59,37 @@
 // order of first fragments. When everything has completed or expired,
 // PendingBytes is exactly zero.
 //
+// # Parity
+//
+// A quantized frame cut into k fragments may come with m Reed–Solomon
+// parity records (wire 3), any k of the k + m rebuilding the frame.
+// ParityRecord keeps a parity record and ParityData a data fragment's
+// standalone form (only once some parity record arrived: a sender without
+// parity costs nothing). Once k records of a frame are in and a data
+// fragment is missing, the missing ones are rebuilt, each parsed and checked
+// to be the fragment of that frame it stands for, and handed back for the
+// caller to restore (a delta needs its baseline) and Push like any other —
+// the frame's digest then vouches for them. A rebuild that fails is
+// RejectParity; each fragment rebuilt counts Rebuilt. The records kept are
+// entries beside the frames in reassembly, under the same TTL and caps:
+// each buffer (MaxDatagram bytes) and FrameOverhead per frame are charged to
+// MaxPendingBytes, a kept frame counts against MaxPending, and at either cap
+// the oldest entry of the two kinds goes; one some of whose data arrived
+// that expires or goes unfinished counts ParityDropped. The last 64 frames
+// finished are remembered, so that their late records make no entry.
+//
 // # A new timeline
 //
-// Reset drops every incomplete frame (counted as DroppedReset) and forgets
-// every stream's sequence state. Call it when the sender starts numbering
+// Reset drops every incomplete frame (counted as DroppedReset) and every
+// frame kept for parity, and forgets every stream's sequence state and the
+// frames finished. Call it when the sender starts numbering
 // its frames again — a restarted authority — or its frames, numbered from
 // zero again, are refused as stale until they pass the old run's sequences.
 //
 // # Snapshots
 //
-// Clone copies an assembler whole: frames in progress, streams and
-// counters.
+// Clone copies an assembler whole: frames in progress, records kept for
+// parity, streams and counters.
 //
 // # Time
 //

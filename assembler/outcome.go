@@ -12,6 +12,9 @@ const (
 	// Duplicate: an identical copy of a fragment already held. Accepted
 	// idempotently: nothing changes, no bytes are accounted twice.
 	Duplicate
+	// Rebuilt: a data fragment of a frame that carries parity was rebuilt
+	// from the frame's other records (ParityData, ParityRecord).
+	Rebuilt
 
 	// RejectMalformed: the fragment contradicts itself (index ≥ count, member
 	// range past the total, member slices not matching the count). The
@@ -48,6 +51,11 @@ const (
 	// RejectDigestMismatch: the assembled members do not hash to the digest
 	// in the header. Rejects the whole frame.
 	RejectDigestMismatch
+	// RejectParity: a rebuild from parity failed: parity records that do
+	// not fit their frame's fragments (their lengths), or a rebuilt
+	// fragment that is not the fragment of that frame it stands for.
+	// Nothing of it is handed back.
+	RejectParity
 
 	// Expired: an incomplete frame outlived its TTL and was dropped.
 	Expired
@@ -63,6 +71,10 @@ const (
 	// DroppedReset: an incomplete frame was dropped by Reset (its sender
 	// started a new timeline).
 	DroppedReset
+	// ParityDropped: a frame that carries parity, some of whose data
+	// fragments arrived, expired or was evicted before it completed or could
+	// be rebuilt.
+	ParityDropped
 
 	// NumOutcomes is the number of outcomes.
 	NumOutcomes
@@ -72,6 +84,7 @@ var outcomeNames = [NumOutcomes]string{
 	Buffered:                   "buffered",
 	Completed:                  "completed",
 	Duplicate:                  "duplicate",
+	Rebuilt:                    "rebuilt",
 	RejectMalformed:            "malformed",
 	RejectTooLarge:             "too-large",
 	RejectStale:                "stale",
@@ -83,11 +96,13 @@ var outcomeNames = [NumOutcomes]string{
 	RejectCoverageGap:          "coverage-gap",
 	RejectDuplicateMember:      "duplicate-member",
 	RejectDigestMismatch:       "digest-mismatch",
+	RejectParity:               "parity-bad",
 	Expired:                    "expired",
 	EvictedIslandCap:           "evicted-island-cap",
 	EvictedPendingCap:          "evicted-pending-cap",
 	EvictedByteCap:             "evicted-byte-cap",
 	DroppedReset:               "reset",
+	ParityDropped:              "parity-dropped",
 }
 
 // String returns the outcome's stable name (used in reports and JSON).
@@ -99,7 +114,7 @@ func (o Outcome) String() string {
 }
 
 // IsReject reports whether o rejects the fragment's frame.
-func (o Outcome) IsReject() bool { return o >= RejectMalformed && o <= RejectDigestMismatch }
+func (o Outcome) IsReject() bool { return o >= RejectMalformed && o <= RejectParity }
 
 // IsDrop reports whether o is a pending frame dropped without a fault of its
 // own fragments (expiry, a cap).

@@ -143,6 +143,14 @@ func (d *V2Decoder) ParseStandalone(b []byte) (V2Record, error) {
 	return parseStandalone(&p, &d.cfg)
 }
 
+// StartStandalone lets go of the records ParseStandalone returned since the
+// last Decode or StartStandalone, so that a decoder that parses rebuilt
+// shards alone reuses its storage: call it before the shards of each
+// rebuild.
+func (d *V2Decoder) StartStandalone() {
+	d.ps.res, d.ps.vals, d.ps.bits = d.ps.res[:0], d.ps.vals[:0], d.ps.bits[:0]
+}
+
 func parseStandalone(p *v2Parser, c *Config) (V2Record, error) {
 	b := p.b
 	var r V2Record

@@ -35,21 +35,6 @@ func (r *Receiver) Clone() *Receiver {
 		t.kept = s.kept.Clone()
 		c.v2[id] = &t
 	}
-	c.parity = make(map[parityKey]*parityFrame, len(r.parity))
-	c.parityFree, c.parityBytes = nil, 0
-	for key, pf := range r.parity {
-		q := &parityFrame{created: pf.created, k: pf.k, m: pf.m, have: pf.have, done: pf.done,
-			shards: make([][]byte, len(pf.shards)), bufs: make([][]byte, len(pf.shards))}
-		for i, sh := range pf.shards {
-			if sh != nil {
-				q.shards[i] = append(make([]byte, 0, cap(sh)), sh...)
-				q.bufs[i] = q.shards[i]
-				c.parityBytes += cap(sh)
-			}
-		}
-		c.parity[key] = q
-	}
-	c.pdec = codec.ParityDecoder{}
 	c.keyReq = append([]uint32(nil), r.keyReq...)
 	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil
 	c.whole, c.wents = nil, nil

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/codec"
 )
 
@@ -58,7 +59,7 @@ func TestCloneGoesOnAlike(t *testing.T) {
 			}
 		}
 	}
-	if st := a.Stats(); st.Assembler.PendingFrames == 0 && len(a.parity) == 0 {
+	if st := a.Stats(); st.Assembler.PendingFrames == 0 && st.Assembler.ParityFrames == 0 {
 		t.Fatalf("setup: nothing in reassembly or parity at the cut: %+v", st.Assembler)
 	}
 	b := a.Clone()
@@ -100,7 +101,7 @@ func TestCloneGoesOnAlike(t *testing.T) {
 	if sb, sr := b.Stats(), ref.Stats(); !reflect.DeepEqual(sb, sr) {
 		t.Fatalf("stats differ:\n%+v\n%+v", sb, sr)
 	}
-	if st := b.Stats(); st.FramesCommitted == 0 || st.V2.Rebuilt == 0 {
-		t.Fatalf("the run proves little: %d committed, %d rebuilt from parity", st.FramesCommitted, st.V2.Rebuilt)
+	if st := b.Stats(); st.FramesCommitted == 0 || st.Assembler.Count(assembler.Rebuilt) == 0 {
+		t.Fatalf("the run proves little: %d committed, %d rebuilt from parity", st.FramesCommitted, st.Assembler.Count(assembler.Rebuilt))
 	}
 }

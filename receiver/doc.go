@@ -52,13 +52,11 @@
 //     encodes what goes back: Keyframes for
 //     the islands refused, then Received, which confirms the datagrams
 //     that arrived — one 17-byte message whatever the number of islands.
-//   - Wire 3 parity: once a parity record has arrived, the fragments of
-//     frames cut into several datagrams are kept (at most 64 frames, 250 ms,
-//     4 MiB of buffers in all); when as many records as the frame has
-//     fragments are in and one is still missing, the missing fragments are
-//     rebuilt and go through reassembly like any other, frame sum included.
-//     A rebuild that does not yield fragments of that frame is refused and
-//     counted (V2Stats.ParityBad).
+//   - Wire 3 parity: the assembler keeps the records of frames that carry
+//     parity, under its own TTL and caps (package assembler, Parity); the
+//     fragments it rebuilds come back to be restored and reassembled like
+//     any other, frame sum included. Its outcomes Rebuilt, RejectParity
+//     ("assembler:parity-bad") and ParityDropped count what happened.
 //   - Islands move as the authority moves them, joints and all: each
 //     Physics control message describes a local simulation of its island
 //     (package localsim), whose space is built the first time the island

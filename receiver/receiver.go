@@ -18,7 +18,7 @@ import (
 type Config struct {
 	Codec     codec.Config        // datagram and frame caps
 	Control   codec.ControlLimits // control message caps: ControlBytes reads under them (and callers that parse with ParseControl should); a zero MaxMembers is Codec's, so that a manifest may name every member a frame may carry
-	Assembler assembler.Config    // reassembly TTL and caps
+	Assembler assembler.Config    // reassembly and parity TTL and caps; zero MaxMembers, MaxFragments and MaxDatagram are Codec's
 	Validator validator.Config    // lease and manifest table caps
 	Store     store.Config        // history, extrapolation cap, smoothing
 	// Clock sets the playout clock's constants. A zero SendPeriod takes
@@ -97,36 +97,29 @@ type Receiver struct {
 	clock *store.Clock
 	sim   sims // local simulations of islands past their newest frame
 
-	clockPeriod  int64 // send period the clock was built with, µs; 0 for its default
-	welcomed     bool
-	welcome      codec.Welcome
-	timelines    uint32   // local timeline counter: bumps on every new authority timeline
-	known        []uint32 // islands with a manifest, ascending
-	views        []IslandView
-	ready        bool                 // the last Render showed every known island valid at r
-	v2           map[uint32]*v2Island // wire 3 decode baselines, by island
-	newestSeq    uint32               // newest broadcast sequence of a wire-3 datagram
-	seenSeq      bool
-	pruneAt      int               // the next island of known pruneSome visits
-	arrivals     baseline.Arrivals // wire-3 datagrams that arrived, for Received
-	arrivalsNew  bool              // some arrived since the last Feedback
-	whole        []wholeFrame      // scratch: the whole frames of the datagram being received
-	wents        []baseline.Entry  // scratch: their members
-	wholeBad     bool              // some whole frame of it could not be restored
-	dgRefused    bool              // some frame of it was refused
-	wsum         codec.DatagramSum // the sums of its whole frames
-	parity       map[parityKey]*parityFrame
-	parityFree   []*parityFrame
-	parityBytes  int                      // capacity of every parity buffer, kept or free
-	parityDone   [maxParityFrames]doneKey // the last frames finished, in a ring
-	parityDoneAt int
-	parityOn     bool // a parity record arrived: data fragments are kept for rebuilding
-	pdec         codec.ParityDecoder
-	keyReq       []uint32         // islands to ask keyframes for, ascending
-	ents         []baseline.Entry // scratch: restored members
-	raw          []byte           // scratch: their v1 records
-	ids          []island.MemberID
-	states       []island.State // scratch: restored members as the validator takes them
+	clockPeriod int64 // send period the clock was built with, µs; 0 for its default
+	welcomed    bool
+	welcome     codec.Welcome
+	timelines   uint32   // local timeline counter: bumps on every new authority timeline
+	known       []uint32 // islands with a manifest, ascending
+	views       []IslandView
+	ready       bool                 // the last Render showed every known island valid at r
+	v2          map[uint32]*v2Island // wire 3 decode baselines, by island
+	newestSeq   uint32               // newest broadcast sequence of a wire-3 datagram
+	seenSeq     bool
+	pruneAt     int               // the next island of known pruneSome visits
+	arrivals    baseline.Arrivals // wire-3 datagrams that arrived, for Received
+	arrivalsNew bool              // some arrived since the last Feedback
+	whole       []wholeFrame      // scratch: the whole frames of the datagram being received
+	wents       []baseline.Entry  // scratch: their members
+	wholeBad    bool              // some whole frame of it could not be restored
+	dgRefused   bool              // some frame of it was refused
+	wsum        codec.DatagramSum // the sums of its whole frames
+	keyReq      []uint32          // islands to ask keyframes for, ascending
+	ents        []baseline.Entry  // scratch: restored members
+	raw         []byte            // scratch: their quantized records
+	ids         []island.MemberID
+	states      []island.State // scratch: restored members as the validator takes them
 
 	stats Stats
 }
@@ -145,6 +138,17 @@ func New(cfg Config) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One set of frame caps: reassembly takes the codec's unless set.
+	dc := dec.Config()
+	for _, c := range []struct {
+		v *int
+		d int
+	}{{&cfg.Assembler.MaxMembers, dc.MaxMembers},
+		{&cfg.Assembler.MaxFragments, dc.MaxFragments}, {&cfg.Assembler.MaxDatagram, dc.MaxDatagram}} {
+		if *c.v == 0 {
+			*c.v = c.d
+		}
+	}
 	asm, err := assembler.New(cfg.Assembler)
 	if err != nil {
 		return nil, err
@@ -152,7 +156,7 @@ func New(cfg Config) (*Receiver, error) {
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
 	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, cdec: codec.NewControlDecoder(cfg.Control), asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
-		v2: make(map[uint32]*v2Island), parity: make(map[parityKey]*parityFrame, maxParityFrames)}
+		v2: make(map[uint32]*v2Island)}
 	r.clock = store.NewClock(cfg.Clock)
 	if r.cfg.MaxSimBodies <= 0 {
 		r.cfg.MaxSimBodies = DefaultMaxSimBodies
@@ -183,10 +187,6 @@ func (r *Receiver) resetControl() {
 	clear(r.v2)
 	r.newestSeq, r.seenSeq = 0, false
 	r.arrivals, r.arrivalsNew = baseline.Arrivals{}, false
-	for key, pf := range r.parity {
-		r.releaseParity(key, pf)
-	}
-	r.parityDone = [maxParityFrames]doneKey{} // a new timeline numbers frames anew
 	r.keyReq = r.keyReq[:0]
 }
 

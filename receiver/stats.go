@@ -119,8 +119,6 @@ func (s *Stats) Rejects(fn func(reason string, n uint64)) {
 	emit("v2:sum-mismatch", s.V2.Digest)
 	emit("v2:unverified", s.V2.Unverified)
 	emit("v2:unknown-island", s.V2.Unknown)
-	emit("v2:parity-bad", s.V2.ParityBad)
-	emit("v2:parity-expired", s.V2.ParityDropped)
 	emit("control:no-welcome", s.Control.NoWelcome)
 	emit("control:wrong-direction", s.Control.Direction)
 	emit("control:refused", s.Control.Refused)

@@ -20,17 +20,14 @@ type v2Island struct {
 
 // V2Stats counts what the wire-3 path did.
 type V2Stats struct {
-	Records       uint64 // records expanded (a run counts each island)
-	Keyframes     uint64 // key records
-	Stored        uint64 // frames kept as baselines
-	NoBaseline    uint64 // records naming a baseline not held (a keyframe is asked for)
-	Digest        uint64 // datagrams whose whole frames, as restored, did not match the datagram's sum (keyframes asked for)
-	Unverified    uint64 // datagrams with a whole frame that could not be restored: none of their whole frames commits
-	Refused       uint64 // frames restored whole but refused by validation, or fragments refused by reassembly (a keyframe is asked for)
-	Unknown       uint64 // records of islands without a manifest
-	Rebuilt       uint64 // data fragments rebuilt from parity
-	ParityDropped uint64 // frames with parity, some of whose data arrived, that expired or were evicted unfinished
-	ParityBad     uint64 // rebuilds refused: parity that does not fit its fragments, or a rebuilt shard that is no fragment of the frame
+	Records    uint64 // records expanded (a run counts each island)
+	Keyframes  uint64 // key records
+	Stored     uint64 // frames kept as baselines
+	NoBaseline uint64 // records naming a baseline not held (a keyframe is asked for)
+	Digest     uint64 // datagrams whose whole frames, as restored, did not match the datagram's sum (keyframes asked for)
+	Unverified uint64 // datagrams with a whole frame that could not be restored: none of their whole frames commits
+	Refused    uint64 // frames restored whole but refused by validation, or fragments refused by reassembly (a keyframe is asked for)
+	Unknown    uint64 // records of islands without a manifest
 }
 
 func (r *Receiver) v2island(id uint32) *v2Island {
@@ -81,12 +78,16 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 			r.v2Run(now, h, rec, rec.Island, rec.Count)
 		case codec.KindDelta:
 			r.v2Delta(now, h, rec)
-			r.parityData(now, h, rec)
+			if rec.Fragments > 1 {
+				r.rebuilt(now, h, r.asm.ParityData(now, h.Seq, rec))
+			}
 		case codec.KindKey:
 			r.v2KeyRecord(now, h, rec)
-			r.parityData(now, h, rec)
+			if rec.Fragments > 1 {
+				r.rebuilt(now, h, r.asm.ParityData(now, h.Seq, rec))
+			}
 		case codec.KindParity:
-			r.parityRecord(now, h, rec)
+			r.rebuilt(now, h, r.asm.ParityRecord(now, h.Seq, rec))
 		}
 	}
 	switch {
@@ -114,6 +115,20 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 	}
 	r.arrivals.Arrived(h.Packet)
 	r.arrivalsNew = true
+}
+
+// rebuilt takes on the fragments the assembler rebuilt from parity, as if
+// they had arrived in the datagram of header h (every datagram of a frame
+// carries its seq and time).
+func (r *Receiver) rebuilt(now int64, h codec.V2Header, recs []codec.V2Record) {
+	for i := range recs {
+		switch recs[i].Kind {
+		case codec.KindKey:
+			r.v2KeyRecord(now, h, &recs[i])
+		case codec.KindDelta:
+			r.v2Delta(now, h, &recs[i])
+		}
+	}
 }
 
 // refuse counts a frame refused by validation or reassembly: its datagram

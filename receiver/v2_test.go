@@ -253,7 +253,7 @@ func receiveAllocs(l *loop, drop func(i int) bool) (mallocs, rebuilt uint64) {
 	for range 400 {
 		l.step(drop)
 	}
-	rebuilt = l.rx.Stats().V2.Rebuilt
+	rebuilt = l.rx.Stats().Assembler.Count(assembler.Rebuilt)
 	var m0, m1 runtime.MemStats
 	// As testing.AllocsPerRun does: one P, so no other goroutine's
 	// allocations land in the window.
@@ -268,7 +268,7 @@ func receiveAllocs(l *loop, drop func(i int) bool) (mallocs, rebuilt uint64) {
 		runtime.ReadMemStats(&m1)
 		mallocs += m1.Mallocs - m0.Mallocs
 	}
-	return mallocs, l.rx.Stats().V2.Rebuilt - rebuilt
+	return mallocs, l.rx.Stats().Assembler.Count(assembler.Rebuilt) - rebuilt
 }
 
 // TestV2ParityRebuilds: a 240-link chain whose frames are cut into several
@@ -293,9 +293,9 @@ func TestV2ParityRebuilds(t *testing.T) {
 	}
 	with, frames := commits(2)
 	without, _ := commits(-1)
-	t.Logf("%d frames: %d commit with parity (%d fragments rebuilt), %d without", frames, with.FramesCommitted, with.V2.Rebuilt, without.FramesCommitted)
-	if with.V2.Rebuilt == 0 || with.FramesCommitted < frames-3 {
-		t.Fatalf("with parity: %d of %d frames commit, %d fragments rebuilt", with.FramesCommitted, frames, with.V2.Rebuilt)
+	t.Logf("%d frames: %d commit with parity (%d fragments rebuilt), %d without", frames, with.FramesCommitted, with.Assembler.Count(assembler.Rebuilt), without.FramesCommitted)
+	if with.Assembler.Count(assembler.Rebuilt) == 0 || with.FramesCommitted < frames-3 {
+		t.Fatalf("with parity: %d of %d frames commit, %d fragments rebuilt", with.FramesCommitted, frames, with.Assembler.Count(assembler.Rebuilt))
 	}
 	if without.FramesCommitted*2 > frames {
 		t.Fatalf("without parity %d of %d frames commit: the loss does not bite", without.FramesCommitted, frames)
@@ -339,7 +339,7 @@ func TestV2ParityHostile(t *testing.T) {
 	if lostFrames < 40 || bad < 2*lostFrames {
 		t.Fatalf("%d frames lost a fragment, %d parity records forged", lostFrames, bad)
 	}
-	if st.V2.ParityBad == 0 {
+	if st.Assembler.Count(assembler.RejectParity) == 0 {
 		t.Fatal("no forged rebuild was refused")
 	}
 	// Forged shards that still parse as a fragment are refused by reassembly:
@@ -349,15 +349,15 @@ func TestV2ParityHostile(t *testing.T) {
 		if strings.Contains(reason, "digest") || strings.Contains(reason, "conflict") {
 			refused += n
 		}
-		if reason == "v2:parity-bad" {
+		if reason == "assembler:parity-bad" {
 			named = n
 		}
 	})
-	if named != st.V2.ParityBad {
-		t.Fatalf("Rejects names %d parity-bad, stats hold %d", named, st.V2.ParityBad)
+	if named != st.Assembler.Count(assembler.RejectParity) {
+		t.Fatalf("Rejects names %d parity-bad, stats hold %d", named, st.Assembler.Count(assembler.RejectParity))
 	}
-	if st.V2.Rebuilt > refused {
-		t.Fatalf("%d fragments rebuilt from forged parity, %d refused by reassembly", st.V2.Rebuilt, refused)
+	if st.Assembler.Count(assembler.Rebuilt) > refused {
+		t.Fatalf("%d fragments rebuilt from forged parity, %d refused by reassembly", st.Assembler.Count(assembler.Rebuilt), refused)
 	}
 	if st.FramesCommitted > l.bc.Stats().Frames-uint64(lostFrames) {
 		t.Fatalf("%d frames committed of %d sent with %d unrecoverable", st.FramesCommitted, l.bc.Stats().Frames, lostFrames)
@@ -372,61 +372,6 @@ func resign(dg []byte) []byte {
 	_, _ = h.Write(dg[29:])
 	binary.LittleEndian.PutUint32(dg[25:], uint32(h.Sum64()))
 	return dg
-}
-
-// TestParityForgetsFinishedOnReset: a new timeline numbers its frames from
-// the start again, so the frames finished before it must not shut out the
-// parity of the new frames that reuse their numbers.
-func TestParityForgetsFinishedOnReset(t *testing.T) {
-	rx, _ := New(Config{})
-	key := parityKey{island: 7, seq: 3}
-	pf := rx.parityFrame(0, key, 2, 2)
-	if pf == nil {
-		t.Fatal("no entry")
-	}
-	rx.finishParity(key, pf)
-	if rx.parityFrame(1, key, 2, 2) != nil {
-		t.Fatal("a finished frame got a new entry")
-	}
-	rx.resetControl()
-	if rx.parityFrame(2, key, 2, 2) == nil {
-		t.Fatal("after a reset, a frame with a finished frame's number gets no entry")
-	}
-}
-
-// TestParityExpiryCounts: a frame whose parity records arrived but none of
-// whose data was seen (it went by before the first parity record turned
-// keeping on) expires silently; one that lost data it could not rebuild
-// counts as dropped.
-func TestParityExpiryCounts(t *testing.T) {
-	rx, _ := New(Config{})
-	rx.parityFrame(0, parityKey{island: 1, seq: 1}, 2, 2) // parity only
-	pf := rx.parityFrame(0, parityKey{island: 2, seq: 1}, 2, 2)
-	pf.shards[0] = []byte{1}                                      // one data fragment in, the other lost
-	rx.parityFrame(parityTTL, parityKey{island: 3, seq: 2}, 2, 2) // both expire
-	if got := rx.Stats().V2.ParityDropped; got != 1 {
-		t.Fatalf("%d frames counted as dropped, want 1", got)
-	}
-	if len(rx.parity) != 1 {
-		t.Fatalf("%d entries left, want the new one", len(rx.parity))
-	}
-}
-
-// TestParityEvictsOldest: at the cap, a new frame's entry takes the place
-// of the oldest one.
-func TestParityEvictsOldest(t *testing.T) {
-	rx, _ := New(Config{})
-	for i := range maxParityFrames {
-		rx.parityFrame(int64(maxParityFrames-i), parityKey{island: uint32(i), seq: 1}, 2, 2)
-	}
-	// island 63 was made first (at time 1): it goes.
-	rx.parityFrame(100, parityKey{island: 999, seq: 1}, 2, 2)
-	if len(rx.parity) != maxParityFrames {
-		t.Fatalf("%d entries", len(rx.parity))
-	}
-	if rx.parity[parityKey{island: maxParityFrames - 1, seq: 1}] != nil || rx.parity[parityKey{island: 0, seq: 1}] == nil {
-		t.Fatal("evicted the wrong entry")
-	}
 }
 
 // TestV2WholeRecords: frames that come whole in one record skip reassembly;

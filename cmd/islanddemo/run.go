@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/internal/quantile"
@@ -172,7 +173,7 @@ func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, 
 		BandwidthKBps:      round(float64(bs.Bytes)/opt.Duration/1000, 1),
 		MaxFragmentsFrame:  m.maxFragments,
 		FramesCommitted:    rs.FramesCommitted,
-		FragmentsRebuilt:   rs.V2.Rebuilt,
+		FragmentsRebuilt:   rs.Assembler.Count(assembler.Rebuilt),
 		Rejects:            rejects(&rs, m.pipe.ctlErrs),
 		Pipeline:           pipelineReport(m.pipeHalf, m.pipeErrs, m.pipe.posErrs),
 		ServerFloor:        floorReport{MaxJointError: round(maxOf(m.floor), 4), P99JointError: round(quantile.Nearest(m.floor, 99), 4)},

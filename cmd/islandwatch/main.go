@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/internal/quantile"
 	"github.com/islandsync/islandsync/island"
@@ -180,7 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !*jsonOut {
 			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  rejects %s\n",
 				time.Since(start).Seconds(), len(tk.Receiver.Islands()), notUpdated, st.FramesCommitted-last.FramesCommitted,
-				st.V2.Rebuilt-last.V2.Rebuilt, st.Store.Simulated-last.Store.Simulated, half,
+				st.Assembler.Count(assembler.Rebuilt)-last.Assembler.Count(assembler.Rebuilt), st.Store.Simulated-last.Store.Simulated, half,
 				float64(st.Clock.WaitingTime-last.Clock.WaitingTime)/1e6,
 				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
 				ageText(ages), rejectLine(&st))
@@ -209,7 +210,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rx := w.Receiver()
 		st := rx.Stats()
 		s := summary{Addr: *addr, DurationS: time.Since(start).Seconds(), Islands: len(rx.Islands()),
-			FramesCommitted: st.FramesCommitted, FragmentsRebuilt: st.V2.Rebuilt, HalfFramesApplied: half, Datagrams: st.Datagrams,
+			FramesCommitted: st.FramesCommitted, FragmentsRebuilt: st.Assembler.Count(assembler.Rebuilt), HalfFramesApplied: half, Datagrams: st.Datagrams,
 			Simulated: st.Store.Simulated, SimOverBudget: st.SimOverBudget,
 			FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
 			SnapshotAgeP95ms: quantile.Nearest(append(allAg, ages...), 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
