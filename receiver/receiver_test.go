@@ -4,8 +4,10 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/store"
 )
 
@@ -270,8 +272,9 @@ func TestControlBytes(t *testing.T) {
 }
 
 // TestMemberCapIsOne: the member cap set for frames is the cap of
-// manifests too — a receiver built for 8192-member frames takes a
-// 5,000-member Manifest, from Control and from ControlBytes alike.
+// manifests and of reassembly too — a receiver built for 8192-member frames
+// takes a 5,000-member Manifest, from Control and from ControlBytes alike,
+// and reassembles and commits a 5,000-member frame.
 func TestMemberCapIsOne(t *testing.T) {
 	rx, err := New(Config{Codec: codec.Config{MaxMembers: 8192}})
 	if err != nil {
@@ -290,5 +293,21 @@ func TestMemberCapIsOne(t *testing.T) {
 	}
 	if _, ok := rx.val.Manifest(3); !ok {
 		t.Fatal("the 5,000-member manifest was not applied")
+	}
+	enc, _ := codec.NewV2Encoder(codec.Config{MaxMembers: 8192})
+	f := codec.V2Frame{Sender: 1, Key: island.Key{Island: 3, Epoch: 1, Topology: 1, Config: 1, Seq: 1}}
+	for i, id := range members {
+		f.Members = append(f.Members, baseline.Entry{ID: id, Record: baseline.Record{Q: quant.State{X: int64(i * 97 % 1013)}}})
+	}
+	enc.Begin(1, 1, 50_000)
+	if err := enc.AddKey(&f); err != nil {
+		t.Fatal(err)
+	}
+	dgs := enc.Datagrams()
+	for _, d := range dgs {
+		rx.Datagram(1, d)
+	}
+	if st := rx.Stats(); len(dgs) < 2 || st.FramesCommitted != 1 {
+		t.Fatalf("%d datagrams: %d frames committed; rejects %v", len(dgs), st.FramesCommitted, st.Assembler.Outcomes)
 	}
 }
