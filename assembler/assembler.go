@@ -95,8 +95,8 @@ type Assembler struct {
 	parityDoneAt int
 	parityOn     bool // a parity record arrived: data fragments are kept
 	pdec         codec.ParityDecoder
-	sdec         *codec.V2Decoder // parses rebuilt fragments
-	rebuilt      []codec.V2Record
+	sdec         *codec.Decoder // parses rebuilt fragments
+	rebuilt      []codec.Record
 
 	out      Frame
 	outRaw   []byte
@@ -114,7 +114,7 @@ func New(cfg Config) (*Assembler, error) {
 	if err != nil {
 		return nil, err
 	}
-	sdec, err := codec.NewV2Decoder(codec.Config{MaxDatagram: c.MaxDatagram, MaxMembers: c.MaxMembers, MaxFragments: c.MaxFragments})
+	sdec, err := codec.NewDecoder(codec.Config{MaxDatagram: c.MaxDatagram, MaxMembers: c.MaxMembers, MaxFragments: c.MaxFragments})
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 
 // datagramsOf encodes f and returns copies of its datagrams.
 func datagramsOf(t testing.TB, f island.Frame) [][]byte {
-	enc, _ := codec.NewEncoder(codec.Config{})
+	enc, _ := codec.NewFloatEncoder(codec.Config{})
 	if err := enc.Add(&f); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func seqStream(t testing.TB, n int) [][][]byte {
 // datagrams of 150-member frames (9 fragments each) allocates nothing.
 func TestSteadyStateDoesNotAllocate(t *testing.T) {
 	frames := seqStream(t, 64)
-	dec, _ := codec.NewDecoder(codec.Config{})
+	dec, _ := codec.NewFloatDecoder(codec.Config{})
 	a := mustNew(t, Config{})
 	i := 0
 	var now int64
@@ -71,7 +71,7 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 
 func benchDatagrams(b *testing.B, order func(r *rand.Rand, dgs [][]byte) [][]byte) {
 	frames := seqStream(b, 256)
-	dec, _ := codec.NewDecoder(codec.Config{})
+	dec, _ := codec.NewFloatDecoder(codec.Config{})
 	r := rand.New(rand.NewPCG(1, 2))
 	schedule := make([][][]byte, len(frames))
 	nfrag := 0

@@ -26,7 +26,7 @@ func (a *Assembler) Clone() *Assembler {
 		lastNow:      a.lastNow,
 		haveTime:     a.haveTime,
 	}
-	c.sdec, _ = codec.NewV2Decoder(codec.Config{MaxDatagram: a.cfg.MaxDatagram, MaxMembers: a.cfg.MaxMembers,
+	c.sdec, _ = codec.NewDecoder(codec.Config{MaxDatagram: a.cfg.MaxDatagram, MaxMembers: a.cfg.MaxMembers,
 		MaxFragments: a.cfg.MaxFragments}) // the configuration a's was made with
 	copies := make(map[*pending]*pending, len(a.frames))
 	for p := a.order.head; p != nil; p = p.link.next {

@@ -103,7 +103,7 @@
 //
 // One assembler per receive loop; it is not safe for concurrent use:
 //
-//	dec, _ := codec.NewDecoder(codec.Config{})
+//	dec, _ := codec.NewFloatDecoder(codec.Config{})
 //	asm, _ := assembler.New(assembler.Config{})
 //	for {
 //		n, _ := conn.Read(buf)
@@ -120,7 +120,7 @@
 //
 // # Limits
 //
-// Fragments must come from codec.Decoder or codec.ParseFragment: Push
+// Fragments must come from codec.FloatDecoder or codec.ParseFragment: Push
 // re-checks their structure (index, counts, ranges, sizes) but not float
 // finiteness, which the decoder guarantees; Frame.Decode reports a
 // non-finite member of a hand-built fragment. The assembler authenticates

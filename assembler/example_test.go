@@ -16,12 +16,12 @@ func Example() {
 	for i := 0; i < 40; i++ {
 		frame.Members = append(frame.Members, island.Member{ID: island.MemberID{Stable: uint64(i)}, State: island.State{X: float64(i)}})
 	}
-	enc, _ := codec.NewEncoder(codec.Config{})
+	enc, _ := codec.NewFloatEncoder(codec.Config{})
 	_ = enc.Add(&frame)
 	dgs := enc.Datagrams()
 	arrivals := [][]byte{dgs[2], dgs[1], dgs[1], dgs[0]}
 
-	dec, _ := codec.NewDecoder(codec.Config{})
+	dec, _ := codec.NewFloatDecoder(codec.Config{})
 	asm, _ := assembler.New(assembler.Config{})
 	var now int64 // µs on the receiver's clock
 	for _, dg := range arrivals {

@@ -75,7 +75,7 @@ func (f *Frame) Entries(dst []baseline.Entry) []baseline.Entry {
 
 // Decode writes the frame into dst, reusing dst.Members' storage. It reports
 // false if a member float is not finite, which only hand-built fragments can
-// carry (codec.Decoder refuses them).
+// carry (codec.FloatDecoder refuses them).
 func (f *Frame) Decode(dst *island.Frame) bool {
 	n := f.Len()
 	if cap(dst.Members) < n {

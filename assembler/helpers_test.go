@@ -24,14 +24,14 @@ func testFrame(sender island.SenderID, key island.Key, n int, seed float64) isla
 // fragmentsOf encodes f and returns its fragments as independent copies.
 func fragmentsOf(t testing.TB, f island.Frame) []codec.Fragment {
 	t.Helper()
-	enc, err := codec.NewEncoder(codec.Config{})
+	enc, err := codec.NewFloatEncoder(codec.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := enc.Add(&f); err != nil {
 		t.Fatal(err)
 	}
-	dec, _ := codec.NewDecoder(codec.Config{})
+	dec, _ := codec.NewFloatDecoder(codec.Config{})
 	var out []codec.Fragment
 	for _, dg := range enc.Datagrams() {
 		frags, err := dec.Decode(dg)
@@ -97,11 +97,11 @@ func sameFrame(out *Frame, want *island.Frame) bool {
 
 // digestOf is the digest the encoder puts in f's fragment headers.
 func digestOf(f *island.Frame) uint64 {
-	enc, _ := codec.NewEncoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram, MaxMembers: codec.MaxMaxMembers, MaxFragments: codec.MaxMaxFragments})
+	enc, _ := codec.NewFloatEncoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram, MaxMembers: codec.MaxMaxMembers, MaxFragments: codec.MaxMaxFragments})
 	if err := enc.Add(f); err != nil {
 		panic(err)
 	}
-	dec, _ := codec.NewDecoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram, MaxMembers: codec.MaxMaxMembers, MaxFragments: codec.MaxMaxFragments})
+	dec, _ := codec.NewFloatDecoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram, MaxMembers: codec.MaxMaxMembers, MaxFragments: codec.MaxMaxFragments})
 	frags, err := dec.Decode(enc.Datagrams()[0])
 	if err != nil {
 		panic(err)

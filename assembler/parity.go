@@ -43,7 +43,7 @@ func (pf *parityFrame) links() *links[parityFrame] { return &pf.link }
 // being its datagram's broadcast sequence, and returns the data fragments
 // it lets the assembler rebuild (see ParityRecord). Until the first parity
 // record arrives nothing is kept: a sender without parity costs nothing.
-func (a *Assembler) ParityData(now int64, seq uint32, rec *codec.V2Record) []codec.V2Record {
+func (a *Assembler) ParityData(now int64, seq uint32, rec *codec.Record) []codec.Record {
 	now = a.clock(now)
 	a.expire(now)
 	if !a.parityOn || rec.Fragments < 2 || rec.Fragments > codec.MaxParityFragments || rec.Index >= rec.Fragments {
@@ -72,7 +72,7 @@ func (a *Assembler) ParityData(now int64, seq uint32, rec *codec.V2Record) []cod
 // order; a rebuild that fails is counted RejectParity and returns nothing
 // of it. Each rebuilt fragment counts Rebuilt. The records returned alias
 // the assembler's storage: valid until the next ParityData or ParityRecord.
-func (a *Assembler) ParityRecord(now int64, seq uint32, rec *codec.V2Record) []codec.V2Record {
+func (a *Assembler) ParityRecord(now int64, seq uint32, rec *codec.Record) []codec.Record {
 	now = a.clock(now)
 	a.expire(now)
 	a.parityOn = true
@@ -179,7 +179,7 @@ func (a *Assembler) makeRoomFor(pf *parityFrame, charge int) bool {
 
 // rebuild rebuilds the missing data fragments of pf once k of its records
 // are in, and finishes pf when every data fragment is in or was rebuilt.
-func (a *Assembler) rebuild(pf *parityFrame) []codec.V2Record {
+func (a *Assembler) rebuild(pf *parityFrame) []codec.Record {
 	var missing uint32 // bit i: data fragment i has not arrived (k ≤ 32)
 	for i, s := range pf.shards[:pf.k] {
 		if s == nil {

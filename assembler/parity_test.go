@@ -17,23 +17,23 @@ import (
 // irregular as noise, cut into fragments with m parity records, and returns
 // its data fragments and parity records in standalone form (the records
 // alias nothing).
-func codedWithParity(t testing.TB, isl uint32, n, m int, seq uint32) (data, parity []codec.V2Record) {
+func codedWithParity(t testing.TB, isl uint32, n, m int, seq uint32) (data, parity []codec.Record) {
 	data, parity, _ = codedDatagrams(t, isl, n, m, seq)
 	return data, parity
 }
 
 // codedDatagrams is codedWithParity that also returns the datagrams that
 // carry the parity records.
-func codedDatagrams(t testing.TB, isl uint32, n, m int, seq uint32) (data, parity []codec.V2Record, parityDgs [][]byte) {
+func codedDatagrams(t testing.TB, isl uint32, n, m int, seq uint32) (data, parity []codec.Record, parityDgs [][]byte) {
 	t.Helper()
-	enc, err := codec.NewV2Encoder(codec.Config{})
+	enc, err := codec.NewEncoder(codec.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := enc.SetParity(m); err != nil {
 		t.Fatal(err)
 	}
-	f := codec.V2Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 2, Config: 3, Seq: seq}, Class: quant.Chain}
+	f := codec.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 2, Config: 3, Seq: seq}, Class: quant.Chain}
 	for i := range n {
 		h := uint64(i+1) * 0x9E3779B97F4A7C15
 		f.Members = append(f.Members, baseline.Entry{ID: island.MemberID{Stable: uint64(i + 1)},
@@ -44,7 +44,7 @@ func codedDatagrams(t testing.TB, isl uint32, n, m int, seq uint32) (data, parit
 		t.Fatal(err)
 	}
 	for _, dg := range enc.Datagrams() {
-		dec, _ := codec.NewV2Decoder(codec.Config{}) // one each: records stay valid
+		dec, _ := codec.NewDecoder(codec.Config{}) // one each: records stay valid
 		_, recs, err := dec.Decode(append([]byte(nil), dg...))
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +64,7 @@ func codedDatagrams(t testing.TB, isl uint32, n, m int, seq uint32) (data, parit
 	return data, parity, parityDgs
 }
 
-func standalone(r *codec.V2Record) []byte { return codec.AppendStandalone(nil, r) }
+func standalone(r *codec.Record) []byte { return codec.AppendStandalone(nil, r) }
 
 // TestParityRebuild: with one data fragment lost, the frame's other
 // fragments and one parity record rebuild it — handed back once, equal to
@@ -80,7 +80,7 @@ func TestParityRebuild(t *testing.T) {
 	if got := a.ParityRecord(0, 5, &par[0]); got != nil || a.Stats().ParityFrames != 1 {
 		t.Fatalf("parity record: %d rebuilt, %d entries", len(got), a.Stats().ParityFrames)
 	}
-	var rebuilt []codec.V2Record
+	var rebuilt []codec.Record
 	for i := range data {
 		if i != lost {
 			rebuilt = a.ParityData(int64(i), 5, &data[i])
@@ -140,19 +140,19 @@ func TestParityForged(t *testing.T) {
 	for _, at := range []int{0, 1} {
 		a := mustNew(t, Config{})
 		dg := append([]byte(nil), dgs[0]...)
-		dec, _ := codec.NewV2Decoder(codec.Config{})
+		dec, _ := codec.NewDecoder(codec.Config{})
 		_, recs, _ := dec.Decode(dg)
 		dg[len(dg)-len(recs[0].Shard())+at] ^= 0x5a
 		d := xxhash.New()
 		_, _ = d.Write(dg[:25])
-		_, _ = d.Write(dg[codec.V2HeaderSize:])
+		_, _ = d.Write(dg[codec.HeaderSize:])
 		binary.LittleEndian.PutUint32(dg[25:], uint32(d.Sum64()))
 		_, recs, err := dec.Decode(dg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a.ParityRecord(0, 5, &recs[0])
-		var got []codec.V2Record
+		var got []codec.Record
 		for i := 1; i < len(data); i++ {
 			got = a.ParityData(0, 5, &data[i])
 		}

@@ -91,7 +91,7 @@ type observer struct {
 	subKey      string   // groups observers with the same subscription: "" all, "none", or 'L' + the list
 	ctl         []byte   // control bytes not yet taken
 	out         []Datagram
-	v2          map[uint32]*obsIsland // wire 3: per island, what this observer holds and its keyframe schedule
+	held        map[uint32]*obsIsland // wire 3: per island, what this observer holds and its keyframe schedule
 	hint        []*obsIsland          // per frame of the last broadcast, its island's entry (islandAt)
 	snd         *baseline.Sender      // wire 3: which datagram carried which frame; what the observer confirmed
 	packet      uint32                // wire 3: the number of the next datagram to this observer
@@ -151,19 +151,19 @@ type Broadcaster struct {
 	physics   map[uint32]codec.Physics // of the island's current manifest only
 	classes   map[uint32]quant.Class   // set by SetClass, until the island is forgotten
 	observers map[ObserverID]*observer
-	encoders  map[int]*codec.Encoder
+	encoders  map[int]*codec.FloatEncoder
 	groups    []group
 	stats     Stats
 
 	// wire 3
 	seq    uint32 // broadcast sequence
-	enc2   map[int]*codec.V2Encoder
+	enc2   map[int]*codec.Encoder
 	quant  []quantized
 	byTime []*island.Frame
 	ids    []ObserverID
 
 	cdec *codec.ControlDecoder // FeedbackBytes' decoder
-	one  [1]*observer          // broadcastV2's scratch: the observer one encoding goes to
+	one  [1]*observer          // broadcastQuant's scratch: the observer one encoding goes to
 }
 
 // Stats are the broadcaster's counters.
@@ -175,9 +175,9 @@ type Stats struct {
 	Datagrams     uint64 // datagrams encoded
 	Bytes         uint64 // datagram bytes encoded
 	ControlBytes  uint64 // control bytes queued, summed over observers
-	// V2 says where wire-3 datagram bytes went (headers, indices,
+	// Wire says where wire-3 datagram bytes went (headers, indices,
 	// positions, angles, velocities), summed over every encoder.
-	V2 codec.V2Bytes
+	Wire codec.ByteBreakdown
 }
 
 // New returns a broadcaster with nothing live and no observer.
@@ -225,7 +225,7 @@ func New(cfg Config) (*Broadcaster, error) {
 	}
 	return &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
 		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, classes: map[uint32]quant.Class{}, observers: map[ObserverID]*observer{},
-		encoders: map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{},
+		encoders: map[int]*codec.FloatEncoder{}, enc2: map[int]*codec.Encoder{},
 		cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: cfg.Codec.MaxMembers})}, nil
 }
 
@@ -246,7 +246,7 @@ func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
 	if _, err := b.encoder(maxDatagram); err != nil {
 		return err
 	}
-	o := &observer{id: id, maxDatagram: maxDatagram, subKey: "none", v2: map[uint32]*obsIsland{},
+	o := &observer{id: id, maxDatagram: maxDatagram, subKey: "none", held: map[uint32]*obsIsland{},
 		snd: baseline.NewSender(b.cfg.MaxIslands)}
 	b.observers[id] = o
 	queue(b, o, codec.Welcome{Version: codec.ControlVersion, Timeline: b.cfg.Timeline,
@@ -479,13 +479,13 @@ func queue[M codec.Message](b *Broadcaster, o *observer, m M) {
 	b.stats.ControlBytes += uint64(len(o.ctl) - n)
 }
 
-func (b *Broadcaster) encoder(maxDatagram int) (*codec.Encoder, error) {
+func (b *Broadcaster) encoder(maxDatagram int) (*codec.FloatEncoder, error) {
 	if e := b.encoders[maxDatagram]; e != nil {
 		return e, nil
 	}
 	c := b.cfg.Codec
 	c.MaxDatagram = maxDatagram
-	e, err := codec.NewEncoder(c)
+	e, err := codec.NewFloatEncoder(c)
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +501,7 @@ func (b *Broadcaster) encoder(maxDatagram int) (*codec.Encoder, error) {
 // allocated per group and call, that nobody writes again.
 func (b *Broadcaster) Frames(frames []*island.Frame) {
 	if b.cfg.Wire == 3 {
-		b.framesV2(frames)
+		b.framesQuant(frames)
 		return
 	}
 	b.groups = b.groups[:0]
@@ -638,7 +638,7 @@ func (b *Broadcaster) Take(id ObserverID, ctl []byte, dgs []Datagram) ([]byte, [
 func (b *Broadcaster) Stats() Stats {
 	st := b.stats
 	for _, e := range b.enc2 {
-		st.V2.Add(e.Bytes())
+		st.Wire.Add(e.Bytes())
 	}
 	return st
 }

@@ -221,7 +221,7 @@ func TestParity(t *testing.T) {
 	if _, err := New(Config{Parity: codec.MaxParity + 1}); err == nil {
 		t.Fatal("parity above the cap accepted")
 	}
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	for _, c := range []struct{ cfg, want int }{{0, DefaultParity}, {-1, 0}, {3, 3}} {
 		bc, err := New(Config{Parity: c.cfg})
 		if err != nil {
@@ -474,7 +474,7 @@ func sendMoving(t *testing.T, b *Broadcaster, f *island.Frame) codec.RecordKind 
 	if len(dgs) != 1 {
 		t.Fatalf("frame %d went in %d datagrams", f.Key.Seq, len(dgs))
 	}
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	h, recs, err := dec.Decode(dgs[0].Bytes)
 	if err != nil {
 		t.Fatal(err)

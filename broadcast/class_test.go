@@ -19,7 +19,7 @@ func classesSent(t *testing.T, b *Broadcaster, seq uint32, islands map[uint32][]
 	}
 	b.Frames(frames)
 	_, dgs := b.Take(1, nil, nil)
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	out := map[uint32]quant.Class{}
 	for _, d := range dgs {
 		_, recs, err := dec.Decode(d.Bytes)
@@ -95,7 +95,7 @@ func TestKeyframesStaggered(t *testing.T) {
 		live(t, b, id, m[id])
 	}
 	subscribeAll(t, b, 1)
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	lastKey := map[uint32]uint32{}
 	var keys []int
 	for seq := uint32(1); seq <= 200; seq++ {
@@ -157,7 +157,7 @@ func TestFragmentedFrameHeldWhenAllConfirmed(t *testing.T) {
 		m := ids(1, 300)
 		live(t, b, 1, m)
 		subscribeAll(t, b, 1)
-		dec, _ := codec.NewV2Decoder(codec.Config{})
+		dec, _ := codec.NewDecoder(codec.Config{})
 		send := func(seq uint32) (kind codec.RecordKind, data, par []uint32) {
 			f := noisyFrameOf(1, m, seq)
 			b.Frames([]*island.Frame{f})

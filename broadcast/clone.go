@@ -18,7 +18,7 @@ func (b *Broadcaster) Clone() *Broadcaster {
 	c := &Broadcaster{cfg: b.cfg, idents: maps.Clone(b.idents), leases: maps.Clone(b.leases),
 		manifests: maps.Clone(b.manifests), physics: maps.Clone(b.physics), classes: maps.Clone(b.classes),
 		observers: make(map[ObserverID]*observer, len(b.observers)),
-		encoders:  map[int]*codec.Encoder{}, enc2: map[int]*codec.V2Encoder{},
+		encoders:  map[int]*codec.FloatEncoder{}, enc2: map[int]*codec.Encoder{},
 		stats: b.Stats(), seq: b.seq, cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: b.cfg.Codec.MaxMembers})}
 	for id, o := range b.observers {
 		p := *o
@@ -28,11 +28,11 @@ func (b *Broadcaster) Clone() *Broadcaster {
 		p.out = append([]Datagram(nil), o.out...)
 		p.snd = o.snd.Clone()
 		p.hint = nil // it points into o's entries
-		p.v2 = make(map[uint32]*obsIsland, len(o.v2))
-		for isl, oi := range o.v2 {
+		p.held = make(map[uint32]*obsIsland, len(o.held))
+		for isl, oi := range o.held {
 			q := *oi
 			q.track = p.snd.Track(isl)
-			p.v2[isl] = &q
+			p.held[isl] = &q
 		}
 		c.observers[id] = &p
 	}

@@ -26,7 +26,7 @@ func Example() {
 	}
 	_ = bc.Join(1, 0)
 	_ = bc.Subscribe(1, codec.Subscribe{All: true})
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	kinds := map[codec.RecordKind]string{codec.KindKey: "key", codec.KindDelta: "delta", codec.KindRun: "run"}
 	var fb []byte
 	for seq := uint32(1); seq <= 4; seq++ {

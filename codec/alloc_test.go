@@ -10,8 +10,8 @@ import (
 // grown, encoding a 150-member frame and decoding its datagrams allocate nothing.
 func TestEncodeDecodeDoNotAllocate(t *testing.T) {
 	frames := append([]island.Frame{chainFrame(150)}, coalescedFrames()...)
-	enc, _ := NewEncoder(Config{})
-	dec, _ := NewDecoder(Config{})
+	enc, _ := NewFloatEncoder(Config{})
+	dec, _ := NewFloatDecoder(Config{})
 	run := func() {
 		enc.Reset()
 		for i := range frames {

@@ -8,7 +8,7 @@ import (
 
 func BenchmarkEncodeChain150(b *testing.B) {
 	f := chainFrame(150)
-	enc, _ := NewEncoder(Config{})
+	enc, _ := NewFloatEncoder(Config{})
 	var bytesOut int
 	b.ReportAllocs()
 	for b.Loop() {
@@ -28,7 +28,7 @@ func BenchmarkEncodeChain150(b *testing.B) {
 
 func BenchmarkDecodeChain150(b *testing.B) {
 	dgs := encodeAll(b, Config{}, chainFrameSlice(150))
-	dec, _ := NewDecoder(Config{})
+	dec, _ := NewFloatDecoder(Config{})
 	total := 0
 	for _, dg := range dgs {
 		total += len(dg)
@@ -48,7 +48,7 @@ func BenchmarkDecodeChain150(b *testing.B) {
 // BenchmarkAppendQuantRecords: 160 quantized members laid out as the
 // records a fragmented frame is reassembled from, per member.
 func BenchmarkAppendQuantRecords(b *testing.B) {
-	f := v2Frame(40, 160, 2, quant.Chain, 1.3)
+	f := testFrame3(40, 160, 2, quant.Chain, 1.3)
 	var raw []byte
 	b.ReportAllocs()
 	for b.Loop() {

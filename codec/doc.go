@@ -10,18 +10,28 @@
 //
 // # Usage
 //
-// Version 1, sending side, once per broadcast tick:
+// Version 3, the default: Encoder builds one observer's datagrams for one
+// broadcast, Decoder parses each datagram whole (ExampleEncoder runs it):
 //
 //	enc, _ := codec.NewEncoder(codec.Config{}) // 1200-byte datagrams
+//	enc.Begin(packet, seq, now)                // this observer's datagram number, the broadcast, its time
+//	_ = enc.AddKey(&frame)                     // or AddDelta(&frame, &codec.Ref{Base: held})
+//	for _, dg := range enc.Datagrams() { conn.Write(dg) }
+//
+//	dec, _ := codec.NewDecoder(codec.Config{})
+//	h, recs, err := dec.Decode(packet) // then recs[i].ExpandKey, ExpandDelta, Predict
+//
+// Version 1, float frames (FloatEncoder, FloatDecoder), once per broadcast
+// tick and once per datagram:
+//
+//	enc, _ := codec.NewFloatEncoder(codec.Config{})
 //	enc.Reset()
 //	for i := range frames {
 //		if err := enc.Add(&frames[i]); err != nil { /* refused: NaN, too large, … */ }
 //	}
 //	for _, dg := range enc.Datagrams() { conn.Write(dg) }
 //
-// Receiving side, once per datagram:
-//
-//	dec, _ := codec.NewDecoder(codec.Config{})
+//	dec, _ := codec.NewFloatDecoder(codec.Config{})
 //	frags, err := dec.Decode(packet)
 //	if err != nil { /* count errors.Is(err, codec.ErrTruncated) … and drop */ }
 //	for i := range frags { asm.Push(now, &frags[i]) }
@@ -41,21 +51,24 @@
 // hundredths of a bit among others at rest), or carries residuals against a
 // baseline frame the observer holds (package baseline), or is a keyframe. A
 // frame too large for one datagram is cut into key or delta fragment
-// records. V2Encoder builds one observer's datagrams for one broadcast
-// (Begin, AddKey, AddDelta, Datagrams); V2Decoder parses a datagram whole
+// records. Encoder builds one observer's datagrams for one broadcast
+// (Begin, AddKey, AddDelta, Datagrams); Decoder parses a datagram whole
 // (its check, framing, caps) and returns one record per island — a batch's
 // predicted islands gathered into runs — whose members expand with
 // ExpandKey, ExpandDelta (given the baseline) and Predict (runs). A frame
 // cut into 2 … MaxParityFragments fragments may carry Reed–Solomon parity
-// records (V2Encoder.SetParity; github.com/klauspost/reedsolomon): any
+// records (Encoder.SetParity; github.com/klauspost/reedsolomon): any
 // Fragments of its Fragments+Parity records complete it. Fragments are cut
 // to even sizes so that parity shards stay short. AppendStandalone gives a
 // received fragment's shard, ParityDecoder rebuilds missing ones and
-// ParseStandalone reads them back as records (V2Decoder.ParseStandalone
+// ParseStandalone reads them back as records (Decoder.ParseStandalone
 // does so in the decoder's storage, without allocating). Versions 1 and 3
 // are decodable, DatagramVersion tells them apart; version 2, whose records
-// named per-island baseline windows, is retired (ErrVersion). The Go
-// identifiers of the quantized format still carry a V2 prefix. The receive
+// named per-island baseline windows, is retired (ErrVersion). The files
+// follow the concepts: wire.go (the format's constants, frames and sums),
+// predict.go (the prediction arithmetic), encode.go, decode.go, batch.go
+// (the batch record's coding), parity.go, rangecode.go; float_encoder.go,
+// float_decoder.go, fragment.go and member.go are version 1's. The receive
 // path that does all of this is package receiver.
 //
 // # Control messages
@@ -93,8 +106,8 @@
 //   - There is one canonical encoding: a datagram that decodes re-encodes to
 //     the identical bytes. Unknown flag bits, trailing bytes and length
 //     mismatches are errors, not ignored.
-//   - The Encoder and Decoder own and reuse their buffers: in steady state
-//     neither allocates. Decoded fragments keep their members in wire form
+//   - Encoders and decoders own and reuse their buffers: in steady state
+//     none allocates. Decoded version-1 fragments keep their members in wire form
 //     (Fragment.Raw, a run of Records) after checking them, so receivers
 //     decode each member once, where its value is finally stored. There is
 //     one way to read a member in place: Records.ID for the identity alone,
@@ -114,5 +127,5 @@
 // members of one frame (default 4096) and its fragments (default 512). The
 // decoder does not check that fragments of one frame agree with each other or
 // that the frame digest matches; that is the assembler's job, since it needs
-// the whole frame. Encoder and Decoder are not safe for concurrent use.
+// the whole frame. Encoders and decoders are not safe for concurrent use.
 package codec

@@ -12,8 +12,8 @@ import (
 
 // A one-member frame fits in one datagram: the 6-byte datagram header, a
 // 2-byte record length, the 59-byte fragment header and one 60-byte member.
-func ExampleEncoder() {
-	enc, _ := codec.NewEncoder(codec.Config{})
+func ExampleFloatEncoder() {
+	enc, _ := codec.NewFloatEncoder(codec.Config{})
 	f := island.Frame{
 		Sender:  1,
 		Key:     island.Key{Island: 7, Epoch: 1, Topology: 3, Config: 2, Seq: 100},
@@ -39,11 +39,11 @@ func ExampleEncoder() {
 }
 
 // Decoding returns fragments whose members alias the decoder's storage.
-func ExampleDecoder() {
-	enc, _ := codec.NewEncoder(codec.Config{})
+func ExampleFloatDecoder() {
+	enc, _ := codec.NewFloatEncoder(codec.Config{})
 	f := island.Frame{Key: island.Key{Island: 3, Seq: 9}, Members: []island.Member{{ID: island.MemberID{Stable: 5, Generation: 2}}}}
 	_ = enc.Add(&f)
-	dec, _ := codec.NewDecoder(codec.Config{})
+	dec, _ := codec.NewFloatDecoder(codec.Config{})
 	frags, err := dec.Decode(enc.Datagrams()[0])
 	if err != nil {
 		panic(err)
@@ -87,12 +87,12 @@ func ExampleControlDecoder() {
 // then — once the observer holds it — the next frame as a delta against
 // it. The decoder parses each datagram whole; ExpandKey restores a key,
 // ExpandDelta restores a delta from the baseline the record names.
-func ExampleV2Encoder() {
-	enc, _ := codec.NewV2Encoder(codec.Config{})
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+func ExampleEncoder() {
+	enc, _ := codec.NewEncoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	body := island.MemberID{Stable: 5}
-	frame := func(seq uint32, x int64) codec.V2Frame {
-		return codec.V2Frame{Sender: 1, Key: island.Key{Island: 3, Epoch: 1, Topology: 1, Config: 1, Seq: seq}, Class: quant.Rigid,
+	frame := func(seq uint32, x int64) codec.Frame {
+		return codec.Frame{Sender: 1, Key: island.Key{Island: 3, Epoch: 1, Topology: 1, Config: 1, Seq: seq}, Class: quant.Rigid,
 			Members: []baseline.Entry{{ID: body, Record: baseline.Record{Q: quant.State{X: x}}}}}
 	}
 	key := frame(10, 1000) // x = 1000/512 m, at rest
@@ -105,7 +105,7 @@ func ExampleV2Encoder() {
 
 	next := frame(11, 1040) // moved 40/512 m
 	enc.Begin(1, 11, 550_000)
-	_ = enc.AddDelta(&next, &codec.V2Ref{Base: held})
+	_ = enc.AddDelta(&next, &codec.Ref{Base: held})
 	dg := enc.Datagrams()[0]
 	h, recs, _ = dec.Decode(dg)
 	ents, _ := recs[0].ExpandDelta(nil, held, h.Time)

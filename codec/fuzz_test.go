@@ -24,7 +24,7 @@ func addGoldenSeeds(f *testing.F) {
 // encoding), and every fragment satisfies the header invariants.
 func FuzzDecodeDatagram(f *testing.F) {
 	addGoldenSeeds(f)
-	dec, _ := NewDecoder(Config{MaxDatagram: MaxMaxDatagram})
+	dec, _ := NewFloatDecoder(Config{MaxDatagram: MaxMaxDatagram})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		frags, err := dec.Decode(b)
 		if err != nil {
@@ -74,14 +74,14 @@ func FuzzEncodeRoundTrip(f *testing.F) {
 			}
 			fr.Members[i] = island.Member{ID: island.MemberID{Stable: uint64(i)}, State: island.State{X: v, Y: -v, AngVel: v}}
 		}
-		enc, err := NewEncoder(cfg)
+		enc, err := NewFloatEncoder(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := enc.Add(&fr); err != nil {
 			return // over the fragment cap for a small datagram: refused, nothing written
 		}
-		dec, _ := NewDecoder(cfg)
+		dec, _ := NewFloatDecoder(cfg)
 		var got []island.Member
 		for _, dg := range enc.Datagrams() {
 			if len(dg) > cfg.MaxDatagram {

@@ -60,7 +60,7 @@ func goldenCases() []goldenCase {
 
 func encodeAll(t testing.TB, cfg Config, frames []island.Frame) [][]byte {
 	t.Helper()
-	enc, err := NewEncoder(cfg)
+	enc, err := NewFloatEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func goldenName(c string, i int) string { return fmt.Sprintf("%s.%02d", c, i) }
 // testdata/golden, and its human-readable companion line for line. Run
 // `go test ./codec -update` to rewrite them, then review the diff.
 func TestGolden(t *testing.T) {
-	dec, _ := NewDecoder(Config{})
+	dec, _ := NewFloatDecoder(Config{})
 	for _, c := range goldenCases() {
 		t.Run(c.name, func(t *testing.T) {
 			dgs := encodeAll(t, Config{}, c.frames)
@@ -127,7 +127,7 @@ func TestGoldenDecodeReencode(t *testing.T) {
 	if len(files) < 12 {
 		t.Fatalf("found %d golden datagrams, want at least 12", len(files))
 	}
-	dec, _ := NewDecoder(Config{})
+	dec, _ := NewFloatDecoder(Config{})
 	for _, path := range files {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -151,7 +151,7 @@ func TestGoldenDecodeReencode(t *testing.T) {
 // frame exactly once, in order, with the header digest matching.
 func TestGoldenFramesReassemble(t *testing.T) {
 	want := chainFrame(150)
-	dec, _ := NewDecoder(Config{})
+	dec, _ := NewFloatDecoder(Config{})
 	var got []island.Member
 	for i := 0; i < 9; i++ {
 		b, err := os.ReadFile(filepath.Join(goldenDir, goldenName("chain150", i)+".bin"))

@@ -32,7 +32,7 @@ func isCodecError(err error) bool { return Reason(err) != "" && !errors.Is(err, 
 // TestTruncationSweep: every strict prefix of every golden datagram is
 // rejected with a typed error, and so is every extension by trailing bytes.
 func TestTruncationSweep(t *testing.T) {
-	dec, _ := NewDecoder(Config{MaxDatagram: MaxMaxDatagram})
+	dec, _ := NewFloatDecoder(Config{MaxDatagram: MaxMaxDatagram})
 	for name, b := range goldenDatagrams(t) {
 		for i := range b {
 			frags, err := dec.Decode(b[:i])
@@ -51,7 +51,7 @@ func TestTruncationSweep(t *testing.T) {
 // TestBitFlipSweep: flipping any single bit of a golden datagram yields a
 // typed error or a datagram that re-encodes to exactly the flipped bytes.
 func TestBitFlipSweep(t *testing.T) {
-	dec, _ := NewDecoder(Config{})
+	dec, _ := NewFloatDecoder(Config{})
 	for name, b := range goldenDatagrams(t) {
 		buf := bytes.Clone(b)
 		for i := range buf {
@@ -121,7 +121,7 @@ func TestDecodeRejects(t *testing.T) {
 		}), ErrNonFinite},
 		{"over datagram cap", make([]byte, DefaultMaxDatagram+1), ErrLimit},
 	}
-	dec, _ := NewDecoder(Config{})
+	dec, _ := NewFloatDecoder(Config{})
 	for _, c := range cases {
 		frags, err := dec.Decode(c.in)
 		if !errors.Is(err, c.want) || frags != nil {

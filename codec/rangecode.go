@@ -37,7 +37,7 @@ type rcEncoder struct {
 	undo []undoEntry
 	log  bool
 	// costs adds up each symbol's ideal cost in 1/256 bits by category
-	// (cat): where the stream's bytes went, for V2Bytes.
+	// (cat): where the stream's bytes went, for ByteBreakdown.
 	costs [numCats]int64
 	cat   int
 }

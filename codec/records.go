@@ -25,14 +25,14 @@ func (r Records) ID(i int) island.MemberID {
 }
 
 // Member decodes record i and reports whether its floats are all finite
-// (records that came through a Decoder always are).
+// (records that came through a FloatDecoder always are).
 func (r Records) Member(i int) (island.Member, bool) {
 	st, ok := r.State(i)
 	return island.Member{ID: r.ID(i), State: st}, ok
 }
 
 // State decodes only the state of record i and reports whether it is all
-// finite (records that came through a Decoder always are). It builds the
+// finite (records that came through a FloatDecoder always are). It builds the
 // state in registers: decoding through a pointer and copying the struct out
 // costs Validate a third of its time per member.
 func (r Records) State(i int) (island.State, bool) {

@@ -30,7 +30,7 @@ func TestRoundTripProperty(t *testing.T) {
 			frames[i].Key.Island = uint32(i) // distinct frames per batch
 		}
 		dgs := encodeAll(t, cfg, frames)
-		dec, err := NewDecoder(cfg)
+		dec, err := NewFloatDecoder(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,13 +86,13 @@ func sameBits(a, b *island.Frame) bool {
 }
 
 func TestFragmentSizesAreBalanced(t *testing.T) {
-	enc, _ := NewEncoder(Config{})
+	enc, _ := NewFloatEncoder(Config{})
 	if got := enc.FragmentCount(150); got != 9 {
 		t.Fatalf("150 members need %d fragments, want 9", got)
 	}
 	f := chainFrame(150)
 	_ = enc.Add(&f)
-	dec, _ := NewDecoder(Config{})
+	dec, _ := NewFloatDecoder(Config{})
 	lo, hi := 1<<30, 0
 	for _, dg := range enc.Datagrams() {
 		frags, _ := dec.Decode(dg)
@@ -105,7 +105,7 @@ func TestFragmentSizesAreBalanced(t *testing.T) {
 }
 
 func TestEncoderRefuses(t *testing.T) {
-	enc, _ := NewEncoder(Config{MaxMembers: 100, MaxFragments: 3})
+	enc, _ := NewFloatEncoder(Config{MaxMembers: 100, MaxFragments: 3})
 	cases := []struct {
 		name string
 		f    island.Frame
@@ -133,11 +133,11 @@ func TestConfigValidation(t *testing.T) {
 	bad := []Config{{MaxDatagram: 575}, {MaxDatagram: 65508}, {MaxMembers: -1}, {MaxMembers: MaxMaxMembers + 1},
 		{MaxFragments: -1}, {MaxFragments: 0x10000}}
 	for _, c := range bad {
-		if _, err := NewEncoder(c); err == nil {
-			t.Errorf("NewEncoder(%+v) accepted", c)
+		if _, err := NewFloatEncoder(c); err == nil {
+			t.Errorf("NewFloatEncoder(%+v) accepted", c)
 		}
-		if _, err := NewDecoder(c); err == nil {
-			t.Errorf("NewDecoder(%+v) accepted", c)
+		if _, err := NewFloatDecoder(c); err == nil {
+			t.Errorf("NewFloatDecoder(%+v) accepted", c)
 		}
 	}
 	c, err := Config{}.WithDefaults()

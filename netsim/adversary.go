@@ -27,8 +27,8 @@ func (s AdversaryStats) Total() uint64 {
 type Adversary struct {
 	r       *rand.Rand
 	rate    float64 // probability of injecting after each observed datagram
-	dec     *codec.Decoder
-	enc     *codec.Encoder
+	dec     *codec.FloatDecoder
+	enc     *codec.FloatEncoder
 	latest  map[uint32]island.Key // newest key seen per island
 	old     map[uint32][][]byte   // datagrams of a superseded epoch or topology, per island
 	oldKind map[uint32]int        // 0 epoch, 1 topology
@@ -37,27 +37,27 @@ type Adversary struct {
 	forged  island.Frame
 
 	// wire 3
-	dec2    *codec.V2Decoder
-	enc2    *codec.V2Encoder
-	keys    map[uint32]codec.V2Frame // newest key record seen per island, for forgeries
-	recent2 []recentV2
+	dec2    *codec.Decoder
+	enc2    *codec.Encoder
+	keys    map[uint32]codec.Frame // newest key record seen per island, for forgeries
+	recent2 []recentWire
 }
 
-// recentV2 is a recent v2 datagram and the islands it carries records of.
-type recentV2 struct {
+// recentWire is a recent v2 datagram and the islands it carries records of.
+type recentWire struct {
 	dg      []byte
 	islands []uint32
 }
 
 // NewAdversary injects with probability rate per observed datagram.
 func NewAdversary(seed uint64, rate float64) *Adversary {
-	dec, _ := codec.NewDecoder(codec.Config{})
-	enc, _ := codec.NewEncoder(codec.Config{})
-	dec2, _ := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
-	enc2, _ := codec.NewV2Encoder(codec.Config{})
+	dec, _ := codec.NewFloatDecoder(codec.Config{})
+	enc, _ := codec.NewFloatEncoder(codec.Config{})
+	dec2, _ := codec.NewDecoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
+	enc2, _ := codec.NewEncoder(codec.Config{})
 	return &Adversary{r: rand.New(rand.NewPCG(seed, 0xbad)), rate: rate, dec: dec, enc: enc,
 		latest: map[uint32]island.Key{}, old: map[uint32][][]byte{}, oldKind: map[uint32]int{},
-		dec2: dec2, enc2: enc2, keys: map[uint32]codec.V2Frame{}}
+		dec2: dec2, enc2: enc2, keys: map[uint32]codec.Frame{}}
 }
 
 // Stats returns what was injected.
@@ -67,7 +67,7 @@ func (a *Adversary) Stats() AdversaryStats { return a.stats }
 // inject now (possibly none).
 func (a *Adversary) Observe(dg []byte) [][]byte {
 	if v, err := codec.DatagramVersion(dg); err == nil && v == codec.VersionV3 {
-		return a.observeV2(dg)
+		return a.observeWire(dg)
 	}
 	frags, err := a.dec.Decode(dg)
 	if err != nil || len(frags) == 0 {
@@ -156,10 +156,10 @@ func (a *Adversary) spoof(h codec.FragmentHeader, f codec.Fragment) []byte {
 	return bytes.Clone(a.enc.Datagrams()[0])
 }
 
-// observeV2 is Observe for wire-3 datagrams: replays of datagrams of an
+// observeWire is Observe for wire-3 datagrams: replays of datagrams of an
 // island's previous epoch or topology, key records forged from a spoofed
 // sender with a correct digest, and copies with one byte changed.
-func (a *Adversary) observeV2(dg []byte) [][]byte {
+func (a *Adversary) observeWire(dg []byte) [][]byte {
 	h, recs, err := a.dec2.Decode(dg)
 	if err != nil {
 		return nil
@@ -190,11 +190,11 @@ func (a *Adversary) observeV2(dg []byte) [][]byte {
 		}
 		a.latest[r.Island] = k
 		if r.Fragments == 1 {
-			a.keys[r.Island] = codec.V2Frame{Sender: r.Sender, Key: k, Segment: r.Segment, Class: r.Class,
+			a.keys[r.Island] = codec.Frame{Sender: r.Sender, Key: k, Segment: r.Segment, Class: r.Class,
 				Members: r.ExpandKey(nil, h.Time)}
 		}
 	}
-	a.recent2 = append(a.recent2, recentV2{dg: bytes.Clone(dg), islands: islands})
+	a.recent2 = append(a.recent2, recentWire{dg: bytes.Clone(dg), islands: islands})
 	if len(a.recent2) > 256 {
 		a.recent2 = a.recent2[1:]
 	}
@@ -236,8 +236,8 @@ func (a *Adversary) observeV2(dg []byte) [][]byte {
 		return out
 	default:
 		c := bytes.Clone(dg)
-		if len(c) > codec.V2HeaderSize+2 {
-			c[codec.V2HeaderSize+2+a.r.IntN(len(c)-codec.V2HeaderSize-2)] ^= 0x01
+		if len(c) > codec.HeaderSize+2 {
+			c[codec.HeaderSize+2+a.r.IntN(len(c)-codec.HeaderSize-2)] ^= 0x01
 		}
 		a.stats.Conflicting++
 		return [][]byte{c}

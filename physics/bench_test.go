@@ -32,7 +32,7 @@ func BenchmarkServer(b *testing.B) {
 	for _, n := range []int{150, 1000} {
 		w := benchWorld(n)
 		s := NewSampler(w, 20)
-		enc, _ := codec.NewEncoder(codec.Config{})
+		enc, _ := codec.NewFloatEncoder(codec.Config{})
 		b.Run(fmt.Sprintf("bodies=%d/broadcast", n), func(b *testing.B) {
 			b.ReportAllocs()
 			dgs, bytes := 0, 0

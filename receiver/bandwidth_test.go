@@ -153,8 +153,8 @@ func BenchmarkBandwidth(b *testing.B) {
 					if got, want := st.FramesCommitted-committed, l.frames-sent; got != want {
 						b.Fatalf("committed %d of %d frames", got, want)
 					}
-					if st.V2.NoBaseline != 0 || st.V2.Digest != 0 {
-						b.Fatalf("v2 stats %+v", st.V2)
+					if st.Wire.NoBaseline != 0 || st.Wire.Digest != 0 {
+						b.Fatalf("v2 stats %+v", st.Wire)
 					}
 					share := 100 * float64(l.changed) / float64(bodies)
 					if scene == "fiedler" && share < 25 {
@@ -179,7 +179,7 @@ func BenchmarkBandwidth(b *testing.B) {
 	}
 }
 
-func encoderBytes(bc *broadcast.Broadcaster) codec.V2Bytes { return bc.Stats().V2 }
+func encoderBytes(bc *broadcast.Broadcaster) codec.ByteBreakdown { return bc.Stats().Wire }
 
 // BenchmarkFiedlerCost is the CPU side of the Fiedler scene (900 boxes in
 // stacks, a pusher sweeping through them; about a third of the bodies

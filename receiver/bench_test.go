@@ -29,7 +29,7 @@ func BenchmarkReceive(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	enc, _ := codec.NewEncoder(codec.Config{})
+	enc, _ := codec.NewFloatEncoder(codec.Config{})
 	f := island.Frame{Sender: 1, Key: island.Key{Island: 7, Epoch: 1, Topology: 1, Config: 1}, Members: make([]island.Member, n)}
 	for i := range f.Members {
 		f.Members[i] = island.Member{ID: ids[i], State: island.State{X: float64(i), Y: 1, VX: 1}}
@@ -63,12 +63,12 @@ func BenchmarkReceive(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/body")
 }
 
-// BenchmarkPathsV2 times wire 3's two halves on the 240-link chain at
+// BenchmarkPathsWire times wire 3's two halves on the 240-link chain at
 // 20 Hz with acknowledgements one snapshot late: encode (one observer's
 // keyframes and deltas) and receive (decode, expand, reassemble, validate,
 // commit, keep the baseline, render), each per body, timed around those
 // calls alone (ns/op includes the physics).
-func BenchmarkPathsV2(b *testing.B) {
+func BenchmarkPathsWire(b *testing.B) {
 	l := newLagLoop(b, "chain", 20, 1)
 	for range 100 {
 		l.snapshot()
@@ -196,12 +196,12 @@ func (rec *recording) play(rx *Receiver, from, to int, render bool) {
 	}
 }
 
-// BenchmarkReceiveV2 replays 300 snapshots of the 240-link chain on wire 3
+// BenchmarkReceiveWire replays 300 snapshots of the 240-link chain on wire 3
 // (mostly deltas, keyframes every 2 s, two parity records per frame) into a
 // fresh receiver: decode, expand, reassemble, validate, commit, keep
 // baselines, render. The figure to compare with BenchmarkReceive (wire 1,
 // one synthetic frame) and BenchmarkReplay/scene=chain/wire=1 is ns/body.
-func BenchmarkReceiveV2(b *testing.B) {
+func BenchmarkReceiveWire(b *testing.B) {
 	replay(b, record(b, "chain", 300, 2))
 }
 

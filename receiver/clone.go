@@ -18,8 +18,8 @@ import (
 // from one warm state: a fuzz harness, a replay or what-if tool.
 func (r *Receiver) Clone() *Receiver {
 	c := *r
-	c.dec, _ = codec.NewDecoder(r.dec.Config())
-	c.dec2, _ = codec.NewV2Decoder(r.dec.Config())
+	c.dec, _ = codec.NewFloatDecoder(r.dec.Config())
+	c.dec2, _ = codec.NewDecoder(r.dec.Config())
 	c.cdec = codec.NewControlDecoder(r.cfg.Control)
 	c.asm = r.asm.Clone()
 	c.reg = r.reg.Clone()
@@ -29,11 +29,11 @@ func (r *Receiver) Clone() *Receiver {
 	c.clock = r.clock.Clone()
 	c.known = append([]uint32(nil), r.known...)
 	c.views = nil
-	c.v2 = make(map[uint32]*v2Island, len(r.v2))
-	for id, s := range r.v2 {
+	c.bases = make(map[uint32]*islandBases, len(r.bases))
+	for id, s := range r.bases {
 		t := *s
 		t.kept = s.kept.Clone()
-		c.v2[id] = &t
+		c.bases[id] = &t
 	}
 	c.keyReq = append([]uint32(nil), r.keyReq...)
 	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil

@@ -26,7 +26,7 @@ func TestCloneGoesOnAlike(t *testing.T) {
 	// Cut inside the biggest broadcast (the chain's periodic keyframe cut
 	// into fragments with parity), delivered up to its first fragment; one
 	// in five datagrams is lost throughout, but not that one.
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	cut, half := 0, 0
 	for i := 11; i < len(rec.now)-10; i++ {
 		if cut != 0 && len(rec.dgs[i]) <= len(rec.dgs[cut]) {

@@ -10,7 +10,7 @@ import (
 	"github.com/islandsync/islandsync/codec"
 )
 
-// FuzzReceiveV2 drives a hostile wire-3 datagram into a warm receiver — one
+// FuzzReceiveWire drives a hostile wire-3 datagram into a warm receiver — one
 // holding the baselines, manifests and leases of 30 snapshots of the
 // ragdolls and the chain, its oldest baselines already let go — between two
 // snapshots of the same run. The warm receiver is built once and cloned
@@ -20,12 +20,12 @@ import (
 // mutated records reach the parser, the expansion against baselines and the
 // commit, not just the check. Nothing may panic, and every island shown
 // afterwards has exactly its manifest's members, all finite.
-func FuzzReceiveV2(f *testing.F) {
+func FuzzReceiveWire(f *testing.F) {
 	rec := recordWarm(f, "ragdolls,chain", 30, 4, 3)
 	warm, _ := New(Config{})
 	rec.play(warm, 0, rec.warm, false)
-	if st := warm.Stats(); st.V2.Stored <= baseline.Window {
-		f.Fatalf("the warm-up keeps too few baselines for the window to move: %+v", st.V2)
+	if st := warm.Stats(); st.Wire.Stored <= baseline.Window {
+		f.Fatalf("the warm-up keeps too few baselines for the window to move: %+v", st.Wire)
 	}
 	for i := rec.warm; i < len(rec.now); i++ {
 		for _, d := range rec.dgs[i] {
@@ -35,7 +35,7 @@ func FuzzReceiveV2(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rx := warm.Clone() // the warm state, snapshotted: each input starts from it
 		dg := data
-		if len(dg) >= codec.V2HeaderSize && bytes.HasPrefix(dg, []byte(codec.Magic)) && dg[4] == codec.VersionV3 {
+		if len(dg) >= codec.HeaderSize && bytes.HasPrefix(dg, []byte(codec.Magic)) && dg[4] == codec.VersionV3 {
 			dg = resign(bytes.Clone(dg))
 		}
 		rx.Datagram(rec.now[rec.warm], dg)
@@ -98,7 +98,7 @@ func FuzzFeedback(f *testing.F) {
 	steps := recordSteps(f, warm, 12)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l := &loop{t: t, bc: warm.bc.Clone(), rx: warm.rx.Clone(), lim: warm.lim, now: warm.now}
-		dec, _ := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
+		dec, _ := codec.NewDecoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
 		var ctl []byte
 		var dgs []broadcast.Datagram
 		before, frames := l.rx.Stats(), l.bc.Stats().Frames
@@ -122,8 +122,8 @@ func FuzzFeedback(f *testing.F) {
 		}
 		after := l.rx.Stats()
 		sent, got := l.bc.Stats().Frames-frames, after.FramesCommitted-before.FramesCommitted
-		if got != sent || after.V2.NoBaseline != before.V2.NoBaseline || after.V2.Digest != before.V2.Digest {
-			t.Fatalf("the honest observer committed %d of %d frames; v2 %+v → %+v", got, sent, before.V2, after.V2)
+		if got != sent || after.Wire.NoBaseline != before.Wire.NoBaseline || after.Wire.Digest != before.Wire.Digest {
+			t.Fatalf("the honest observer committed %d of %d frames; v2 %+v → %+v", got, sent, before.Wire, after.Wire)
 		}
 	})
 }

@@ -87,8 +87,8 @@ type IslandView struct {
 // I/O; it is not safe for concurrent use.
 type Receiver struct {
 	cfg   Config
-	dec   *codec.Decoder
-	dec2  *codec.V2Decoder
+	dec   *codec.FloatDecoder
+	dec2  *codec.Decoder
 	cdec  *codec.ControlDecoder // ControlBytes' decoder, under cfg.Control
 	asm   *assembler.Assembler
 	reg   *validator.Registry
@@ -103,9 +103,9 @@ type Receiver struct {
 	timelines   uint32   // local timeline counter: bumps on every new authority timeline
 	known       []uint32 // islands with a manifest, ascending
 	views       []IslandView
-	ready       bool                 // the last Render showed every known island valid at r
-	v2          map[uint32]*v2Island // wire 3 decode baselines, by island
-	newestSeq   uint32               // newest broadcast sequence of a wire-3 datagram
+	ready       bool                    // the last Render showed every known island valid at r
+	bases       map[uint32]*islandBases // wire 3 decode baselines, by island
+	newestSeq   uint32                  // newest broadcast sequence of a wire-3 datagram
 	seenSeq     bool
 	pruneAt     int               // the next island of known pruneSome visits
 	arrivals    baseline.Arrivals // wire-3 datagrams that arrived, for Received
@@ -130,11 +130,11 @@ func New(cfg Config) (*Receiver, error) {
 		cfg.Control.MaxMembers = cfg.Codec.MaxMembers // one member cap for frames and manifests
 	}
 	cfg.Control = cfg.Control.WithDefaults()
-	dec, err := codec.NewDecoder(cfg.Codec)
+	dec, err := codec.NewFloatDecoder(cfg.Codec)
 	if err != nil {
 		return nil, err
 	}
-	dec2, err := codec.NewV2Decoder(cfg.Codec)
+	dec2, err := codec.NewDecoder(cfg.Codec)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func New(cfg Config) (*Receiver, error) {
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
 	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, cdec: codec.NewControlDecoder(cfg.Control), asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
-		v2: make(map[uint32]*v2Island)}
+		bases: make(map[uint32]*islandBases)}
 	r.clock = store.NewClock(cfg.Clock)
 	if r.cfg.MaxSimBodies <= 0 {
 		r.cfg.MaxSimBodies = DefaultMaxSimBodies
@@ -184,7 +184,7 @@ func (r *Receiver) resetControl() {
 	r.asm.Reset()
 	r.known = r.known[:0]
 	r.sim.reset()
-	clear(r.v2)
+	clear(r.bases)
 	r.newestSeq, r.seenSeq = 0, false
 	r.arrivals, r.arrivalsNew = baseline.Arrivals{}, false
 	r.keyReq = r.keyReq[:0]
@@ -235,10 +235,10 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		// larger than the configured cap (never beyond the largest UDP payload).
 		if c := r.dec.Config(); int(w.MaxDatagram) > c.MaxDatagram && int(w.MaxDatagram) <= codec.MaxMaxDatagram {
 			c.MaxDatagram = int(w.MaxDatagram)
-			if dec, err := codec.NewDecoder(c); err == nil {
+			if dec, err := codec.NewFloatDecoder(c); err == nil {
 				r.dec = dec
 			}
-			if dec2, err := codec.NewV2Decoder(c); err == nil {
+			if dec2, err := codec.NewDecoder(c); err == nil {
 				r.dec2 = dec2
 			}
 		}
@@ -300,7 +300,7 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		r.val.Forget(m.Island)
 		r.st.Forget(m.Island)
 		r.sim.forget(m.Island)
-		delete(r.v2, m.Island)
+		delete(r.bases, m.Island)
 		if i, found := slices.BinarySearch(r.known, m.Island); found {
 			r.known = slices.Delete(r.known, i, i+1)
 		}
@@ -314,7 +314,7 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 func (r *Receiver) Datagram(now int64, b []byte) {
 	r.stats.Datagrams++
 	if v, err := codec.DatagramVersion(b); err == nil && v == codec.VersionV3 {
-		r.datagramV2(now, b)
+		r.quantDatagram(now, b)
 		return
 	}
 	frags, err := r.dec.Decode(b)

@@ -29,7 +29,7 @@ func frame(seq uint32, t island.Time) island.Frame {
 
 func datagrams(t testing.TB, fs ...island.Frame) [][]byte {
 	t.Helper()
-	enc, _ := codec.NewEncoder(codec.Config{})
+	enc, _ := codec.NewFloatEncoder(codec.Config{})
 	for i := range fs {
 		if err := enc.Add(&fs[i]); err != nil {
 			t.Fatal(err)
@@ -294,8 +294,8 @@ func TestMemberCapIsOne(t *testing.T) {
 	if _, ok := rx.val.Manifest(3); !ok {
 		t.Fatal("the 5,000-member manifest was not applied")
 	}
-	enc, _ := codec.NewV2Encoder(codec.Config{MaxMembers: 8192})
-	f := codec.V2Frame{Sender: 1, Key: island.Key{Island: 3, Epoch: 1, Topology: 1, Config: 1, Seq: 1}}
+	enc, _ := codec.NewEncoder(codec.Config{MaxMembers: 8192})
+	f := codec.Frame{Sender: 1, Key: island.Key{Island: 3, Epoch: 1, Topology: 1, Config: 1, Seq: 1}}
 	for i, id := range members {
 		f.Members = append(f.Members, baseline.Entry{ID: id, Record: baseline.Record{Q: quant.State{X: int64(i * 97 % 1013)}}})
 	}

@@ -96,9 +96,9 @@ func (r *seedRig) feedBack(fb []byte) {
 }
 
 // record returns the record of island isl in broadcast seq's datagrams.
-func (r *seedRig) record(seq, isl uint32) codec.V2Record {
+func (r *seedRig) record(seq, isl uint32) codec.Record {
 	r.t.Helper()
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	for _, d := range r.dgs[seq] {
 		_, recs, err := dec.Decode(d)
 		if err != nil {
@@ -111,13 +111,13 @@ func (r *seedRig) record(seq, isl uint32) codec.V2Record {
 		}
 	}
 	r.t.Fatalf("broadcast %d carries no record of island %d", seq, isl)
-	return codec.V2Record{}
+	return codec.Record{}
 }
 
 // held returns the x the receiver holds for island isl in its baseline of
 // broadcast seq, and that baseline's authority time.
 func (r *seedRig) held(isl, seq uint32) (int64, island.Time, bool) {
-	s := r.rx.v2[isl]
+	s := r.rx.bases[isl]
 	if s == nil {
 		return 0, 0, false
 	}
@@ -162,15 +162,15 @@ func TestSeedDeclaredBaseline(t *testing.T) {
 	}
 	// The same residual against 43 would have made 10060: the receiver
 	// restored 44 from the baseline the record named.
-	base43 := r.rx.v2[seedA].kept.Find(43)
+	base43 := r.rx.bases[seedA].kept.Find(43)
 	if ents, err := rec44.ExpandDelta(nil, base43, 1_100_000); err != nil || ents[0].Q.X != 10060 {
 		t.Fatalf("44's residual against 43: %v %v", ents, err)
 	}
-	if b := r.rx.v2[seedB].kept.Newest(); b == nil || b.ID != 42 || b.Frame.Time != 1_000_000 || b.Entries[0].Q.X != 11000 {
+	if b := r.rx.bases[seedB].kept.Newest(); b == nil || b.ID != 42 || b.Frame.Time != 1_000_000 || b.Entries[0].Q.X != 11000 {
 		t.Fatalf("B's newest frame: %+v, want 42 at 1.00 s, x 11000", b)
 	}
-	if st := r.rx.Stats(); st.V2.NoBaseline != 0 || st.V2.Digest != 0 || st.V2.Refused != 0 {
-		t.Fatalf("v2 stats %+v", st.V2)
+	if st := r.rx.Stats(); st.Wire.NoBaseline != 0 || st.Wire.Digest != 0 || st.Wire.Refused != 0 {
+		t.Fatalf("v2 stats %+v", st.Wire)
 	}
 }
 
@@ -206,12 +206,12 @@ func TestSeedMissingBaseline(t *testing.T) {
 		lone.Datagram(43*50_000, d)
 	}
 	after := lone.Stats()
-	if after.V2.NoBaseline != before.V2.NoBaseline+1 || after.V2.Unverified != before.V2.Unverified+1 ||
+	if after.Wire.NoBaseline != before.Wire.NoBaseline+1 || after.Wire.Unverified != before.Wire.Unverified+1 ||
 		after.FramesCommitted != before.FramesCommitted {
 		t.Fatalf("43 against 42 at a receiver holding only 40: no-baseline %d → %d, committed %d → %d",
-			before.V2.NoBaseline, after.V2.NoBaseline, before.FramesCommitted, after.FramesCommitted)
+			before.Wire.NoBaseline, after.Wire.NoBaseline, before.FramesCommitted, after.FramesCommitted)
 	}
-	if s := lone.v2[seedA]; s.kept.Find(43) != nil || s.kept.Newest().ID != 40 {
+	if s := lone.bases[seedA]; s.kept.Find(43) != nil || s.kept.Newest().ID != 40 {
 		t.Fatalf("the refused frame was kept: newest %d", s.kept.Newest().ID)
 	}
 	lim := codec.ControlLimits{}.WithDefaults()
@@ -250,7 +250,7 @@ func TestSeedWindowKeepsAnchor(t *testing.T) {
 		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedA: 9000 + int64(r.seq), seedB: 11000 - int64(r.seq)}))
 	}
 	r.feedBack(r.broadcast(1_050_000, map[uint32]int64{seedA: 10000, seedB: 11000})) // 42
-	if n := r.rx.v2[seedB].kept.Len(); n < 20 {
+	if n := r.rx.bases[seedB].kept.Len(); n < 20 {
 		t.Fatalf("B holds %d baselines before going quiet", n)
 	}
 	for r.seq < 89 {
@@ -258,7 +258,7 @@ func TestSeedWindowKeepsAnchor(t *testing.T) {
 	}
 	// 42 + 32 + 8: every frame of B before 42 is out of the window, and B
 	// was visited since.
-	if s := r.rx.v2[seedB]; s.kept.Len() != 1 || s.kept.Newest().ID != 42 {
+	if s := r.rx.bases[seedB]; s.kept.Len() != 1 || s.kept.Newest().ID != 42 {
 		t.Fatalf("at %d B holds %d baselines, newest %d; want {42}", r.seq, s.kept.Len(), s.kept.Newest().ID)
 	}
 	if ctl, _ := r.bc.Take(1, nil, nil); len(ctl) != 0 {
@@ -272,8 +272,8 @@ func TestSeedWindowKeepsAnchor(t *testing.T) {
 	if x, _, ok := r.held(seedB, 90); !ok || x != 11050 {
 		t.Fatalf("B at 90 restored to %d (%v)", x, ok)
 	}
-	if st := r.rx.Stats(); st.V2.NoBaseline != 0 || st.V2.Refused != 0 {
-		t.Fatalf("v2 stats %+v", st.V2)
+	if st := r.rx.Stats(); st.Wire.NoBaseline != 0 || st.Wire.Refused != 0 {
+		t.Fatalf("v2 stats %+v", st.Wire)
 	}
 }
 
@@ -308,8 +308,8 @@ func TestForgedBaselineNeverCommits(t *testing.T) {
 			dg := append([]byte(nil), dgs[0]...)
 			switch forge {
 			case "baseline":
-				rx.v2[seedA].kept.Find(42).Entries[0].Q.X += 3
-				rx.v2[seedB].kept.Find(42).Entries[0].Q.Y -= 1
+				rx.bases[seedA].kept.Find(42).Entries[0].Q.X += 3
+				rx.bases[seedB].kept.Find(42).Entries[0].Q.Y -= 1
 			case "residual":
 				dg[len(dg)-1] ^= 0x02 // the last residual byte
 				dg = resign(dg)
@@ -321,11 +321,11 @@ func TestForgedBaselineNeverCommits(t *testing.T) {
 			if after.FramesCommitted != before.FramesCommitted {
 				t.Fatalf("a frame restored from a forged %s committed", forge)
 			}
-			if rx.v2[seedA].kept.Find(43) != nil || rx.v2[seedB].kept.Find(43) != nil {
+			if rx.bases[seedA].kept.Find(43) != nil || rx.bases[seedB].kept.Find(43) != nil {
 				t.Fatal("a frame restored from a forged baseline was kept")
 			}
-			if forge == "baseline" && after.V2.Digest != before.V2.Digest+1 {
-				t.Fatalf("sum mismatches %d → %d", before.V2.Digest, after.V2.Digest)
+			if forge == "baseline" && after.Wire.Digest != before.Wire.Digest+1 {
+				t.Fatalf("sum mismatches %d → %d", before.Wire.Digest, after.Wire.Digest)
 			}
 			lim := codec.ControlLimits{}.WithDefaults()
 			fb := rx.Feedback(nil)
@@ -365,14 +365,14 @@ func TestRefusedDatagramNotConfirmed(t *testing.T) {
 	r.rx = rx.Clone() // 43 goes elsewhere: lost on the way to rx
 	r.broadcast(1_075_000, map[uint32]int64{seedA: 10000})
 	r.rx = rx
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	h, _, err := dec.Decode(r.dgs[43][0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := codec.NewV2Encoder(codec.Config{})
+	enc, _ := codec.NewEncoder(codec.Config{})
 	enc.Begin(h.Packet, h.Seq, h.Time)
-	spoof := codec.V2Frame{Sender: 999, Key: island.Key{Island: seedA, Epoch: 1, Topology: 1, Config: 1, Seq: h.Seq},
+	spoof := codec.Frame{Sender: 999, Key: island.Key{Island: seedA, Epoch: 1, Topology: 1, Config: 1, Seq: h.Seq},
 		Members: []baseline.Entry{{ID: island.MemberID{Stable: 100 + seedA}}}}
 	if err := enc.AddKey(&spoof); err != nil {
 		t.Fatal(err)
@@ -380,8 +380,8 @@ func TestRefusedDatagramNotConfirmed(t *testing.T) {
 	_ = rx.Feedback(nil)
 	before := rx.Stats()
 	rx.Datagram(r.now+50_000, enc.Datagrams()[0])
-	if rx.Stats().V2.Refused != before.V2.Refused+1 {
-		t.Fatalf("the spoofed frame was not refused: %+v", rx.Stats().V2)
+	if rx.Stats().Wire.Refused != before.Wire.Refused+1 {
+		t.Fatalf("the spoofed frame was not refused: %+v", rx.Stats().Wire)
 	}
 	lim := codec.ControlLimits{}.WithDefaults()
 	for fb := rx.Feedback(nil); len(fb) > 0; {
@@ -413,14 +413,14 @@ func TestRunClassMustMatchBaseline(t *testing.T) {
 	}
 	// The same island at rest, predicted at frame 43 from a baseline of
 	// class loose: the encoder writes the class it was given.
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	h, _, _ := dec.Decode(r.dgs[43][0])
-	enc, _ := codec.NewV2Encoder(codec.Config{})
+	enc, _ := codec.NewEncoder(codec.Config{})
 	fake := &baseline.Table{ID: 42, Entries: []baseline.Entry{{ID: island.MemberID{Stable: 1}}},
 		Frame: baseline.FrameInfo{Sender: 1, Key: island.Key{Island: seedA, Seq: 42}, Time: 42 * 25_000, Class: quant.Loose}}
-	f := codec.V2Frame{Sender: 1, Key: island.Key{Island: seedA, Seq: 43}, Class: quant.Loose, Members: fake.Entries}
+	f := codec.Frame{Sender: 1, Key: island.Key{Island: seedA, Seq: 43}, Class: quant.Loose, Members: fake.Entries}
 	enc.Begin(h.Packet, 43, h.Time)
-	if err := enc.AddDelta(&f, &codec.V2Ref{Base: fake}); err != nil {
+	if err := enc.AddDelta(&f, &codec.Ref{Base: fake}); err != nil {
 		t.Fatal(err)
 	}
 	dg := enc.Datagrams()[0]

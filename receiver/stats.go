@@ -62,7 +62,7 @@ type Stats struct {
 	Reconnects      uint64 // Welcomes of an already known timeline
 	Decode          DecodeStats
 	Control         ControlStats
-	V2              V2Stats
+	Wire            WireStats
 	Assembler       assembler.Stats
 	Validator       validator.Stats
 	Store           store.Stats
@@ -114,11 +114,11 @@ func (s *Stats) Rejects(fn func(reason string, n uint64)) {
 	for c := store.CommitResult(1); c < store.NumCommitResults; c++ {
 		emit("store:"+c.String(), s.Store.Count(c))
 	}
-	emit("v2:no-baseline", s.V2.NoBaseline)
-	emit("v2:refused", s.V2.Refused)
-	emit("v2:sum-mismatch", s.V2.Digest)
-	emit("v2:unverified", s.V2.Unverified)
-	emit("v2:unknown-island", s.V2.Unknown)
+	emit("wire:no-baseline", s.Wire.NoBaseline)
+	emit("wire:refused", s.Wire.Refused)
+	emit("wire:sum-mismatch", s.Wire.Digest)
+	emit("wire:unverified", s.Wire.Unverified)
+	emit("wire:unknown-island", s.Wire.Unknown)
 	emit("control:no-welcome", s.Control.NoWelcome)
 	emit("control:wrong-direction", s.Control.Direction)
 	emit("control:refused", s.Control.Refused)

@@ -69,22 +69,22 @@ func (p *pipeline) apply(views []receiver.IslandView) {
 // it applies each delta to whatever it last showed of the island, as a
 // receiver that ignores baselines would.
 type naive struct {
-	dec  *codec.Decoder
-	dec2 *codec.V2Decoder
+	dec  *codec.FloatDecoder
+	dec2 *codec.Decoder
 	rep  *physics.Replica
 	last map[uint32]*baseline.Table // per island, what it last applied
 	ents []baseline.Entry
 }
 
 func newNaive(w *physics.World) *naive {
-	dec, _ := codec.NewDecoder(codec.Config{})
-	dec2, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewFloatDecoder(codec.Config{})
+	dec2, _ := codec.NewDecoder(codec.Config{})
 	return &naive{dec: dec, dec2: dec2, rep: physics.NewReplica(w), last: map[uint32]*baseline.Table{}}
 }
 
 func (n *naive) receive(dg []byte) {
 	if v, err := codec.DatagramVersion(dg); err == nil && v == codec.VersionV3 {
-		n.receiveV2(dg)
+		n.receiveWire(dg)
 		return
 	}
 	frags, err := n.dec.Decode(dg)
@@ -100,7 +100,7 @@ func (n *naive) receive(dg []byte) {
 	}
 }
 
-func (n *naive) receiveV2(dg []byte) {
+func (n *naive) receiveWire(dg []byte) {
 	h, recs, err := n.dec2.Decode(dg)
 	if err != nil {
 		return
@@ -130,7 +130,7 @@ func (n *naive) receiveV2(dg []byte) {
 	}
 }
 
-func (n *naive) predicted(id uint32, h codec.V2Header) {
+func (n *naive) predicted(id uint32, h codec.Header) {
 	if base := n.last[id]; base != nil {
 		n.ents = codec.Predict(n.ents, base, h.Time)
 		n.apply(id, base.Frame, 0, len(base.Entries), n.ents)

@@ -45,7 +45,7 @@ type measure struct {
 	nv                  *naive    // nil when there is no naive receiver (QUIC)
 	perFragment         int
 	wire                int
-	dec2                *codec.V2Decoder // reads the fragment counts of wire-3 datagrams sent
+	dec2                *codec.Decoder // reads the fragment counts of wire-3 datagrams sent
 	poses               map[island.MemberID][3]float64
 	floor               []float64 // joint error of every sampled frame's joints
 	floorTick           float64   // max joint error of the frames sampled at the last broadcast
@@ -60,7 +60,7 @@ type measure struct {
 
 func newMeasure(w *physics.World, pipe *pipeline, nv *naive) *measure {
 	c, _ := codec.Config{}.WithDefaults()
-	dec2, _ := codec.NewV2Decoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
+	dec2, _ := codec.NewDecoder(codec.Config{MaxDatagram: codec.MaxMaxDatagram})
 	return &measure{world: w, pipe: pipe, nv: nv, perFragment: c.MembersPerFragment(), dec2: dec2,
 		poses: map[island.MemberID][3]float64{}}
 }

@@ -20,15 +20,15 @@ import (
 const (
 	// VersionV3 is the version byte of a quantized datagram.
 	VersionV3 = 3
-	// V2HeaderSize is magic (4), version (1), packet number (4), broadcast
+	// HeaderSize is magic (4), version (1), packet number (4), broadcast
 	// sequence (4), authority time (8), sum (4) and check (4).
-	V2HeaderSize = 29
+	HeaderSize = 29
 	// sumAt and checkAt are the offsets of the sum and the check fields.
 	sumAt   = 21
 	checkAt = 25
 )
 
-// RecordKind is the kind of a v2 island record.
+// RecordKind is the kind of a wire-3 island record.
 type RecordKind uint8
 
 const (
@@ -46,7 +46,7 @@ const (
 	KindBatch RecordKind = 3
 )
 
-// Head byte bits of a v2 record.
+// Head byte bits of a wire-3 record.
 const (
 	headKind     = 0x03
 	headClass    = 0x0c
@@ -58,8 +58,8 @@ const (
 	headSameRef = 0x80
 )
 
-// V2Frame is one island frame in quantized form, as a v2 encoder takes it.
-type V2Frame struct {
+// Frame is one island frame in quantized form, as a wire-3 encoder takes it.
+type Frame struct {
 	Sender  island.SenderID
 	Key     island.Key // Seq must equal the datagram's broadcast sequence
 	Segment uint32
@@ -70,17 +70,17 @@ type V2Frame struct {
 	// time and Segment apply).
 	Members []baseline.Entry
 	// Sum, when Digested, is the frame's integer digest (FrameSum) at the
-	// encoder's time (see V2Encoder.FrameDigest): a frame sent to many
+	// encoder's time (see Encoder.FrameDigest): a frame sent to many
 	// observers is hashed once. When not Digested the encoder computes it.
 	// A frame cut into fragments carries it as its digest.
 	Sum      uint64
 	Digested bool
 }
 
-// V2Ref is what a delta or run record refers to: the observer's baseline
+// Ref is what a delta or run record refers to: the observer's baseline
 // frame of the same island stream (Base.ID is its sequence, Base.Frame its
 // sender, key, time, segment and class, which the delta inherits).
-type V2Ref struct {
+type Ref struct {
 	Base *baseline.Table
 }
 
@@ -89,14 +89,14 @@ func appendU(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
 // uvarintLen is the canonical length of v as a uvarint.
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
-// v2Check is the datagram check: the low 32 bits of xxhash64 over the
+// datagramCheck is the datagram check: the low 32 bits of xxhash64 over the
 // datagram's first 25 bytes and everything after the check field. It
 // catches corruption anywhere — runs included, which carry no digest.
-func v2Check(dg []byte) uint32 {
+func datagramCheck(dg []byte) uint32 {
 	var d xxhash.Digest
 	d.Reset()
 	_, _ = d.Write(dg[:checkAt])
-	_, _ = d.Write(dg[V2HeaderSize:])
+	_, _ = d.Write(dg[HeaderSize:])
 	return uint32(d.Sum64())
 }
 

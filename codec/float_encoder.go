@@ -4,7 +4,7 @@ import (
 	"github.com/islandsync/islandsync/island"
 )
 
-// Encoder cuts frames into fragments and packs fragments into datagrams of
+// FloatEncoder cuts frames into fragments and packs fragments into datagrams of
 // at most Config.MaxDatagram bytes. Fragments of several small frames share a
 // datagram while they fit (coalescing); a frame too large for one datagram is
 // cut in manifest order into as few fragments as fit, with member counts
@@ -16,9 +16,9 @@ import (
 //	for _, f := range frames { if err := enc.Add(f); err != nil { ... } }
 //	for _, dg := range enc.Datagrams() { conn.Write(dg) }
 //
-// All output lives in buffers the Encoder owns and reuses, so steady-state
-// encoding does not allocate. An Encoder is not safe for concurrent use.
-type Encoder struct {
+// All output lives in buffers the FloatEncoder owns and reuses, so steady-state
+// encoding does not allocate. An FloatEncoder is not safe for concurrent use.
+type FloatEncoder struct {
 	cfg     Config
 	perFrag int
 	buf     []byte
@@ -29,20 +29,20 @@ type Encoder struct {
 	scratch []byte // the frame's member records, for its digest
 }
 
-// NewEncoder returns an encoder with cfg's caps (zero fields mean defaults).
-func NewEncoder(cfg Config) (*Encoder, error) {
+// NewFloatEncoder returns an encoder with cfg's caps (zero fields mean defaults).
+func NewFloatEncoder(cfg Config) (*FloatEncoder, error) {
 	c, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &Encoder{cfg: c, perFrag: c.MembersPerFragment(), cur: -1}, nil
+	return &FloatEncoder{cfg: c, perFrag: c.MembersPerFragment(), cur: -1}, nil
 }
 
 // Config returns the encoder's caps with defaults applied.
-func (e *Encoder) Config() Config { return e.cfg }
+func (e *FloatEncoder) Config() Config { return e.cfg }
 
 // Reset discards every datagram produced so far and keeps the buffers.
-func (e *Encoder) Reset() {
+func (e *FloatEncoder) Reset() {
 	e.buf = e.buf[:0]
 	e.ends = e.ends[:0]
 	e.cur = -1
@@ -50,13 +50,13 @@ func (e *Encoder) Reset() {
 }
 
 // FragmentCount returns how many fragments a frame of n members needs.
-func (e *Encoder) FragmentCount(n int) int { return (n + e.perFrag - 1) / e.perFrag }
+func (e *FloatEncoder) FragmentCount(n int) int { return (n + e.perFrag - 1) / e.perFrag }
 
 // Add validates f and appends its fragments. It refuses, without writing
 // anything, a frame with no members (ErrEmptyFrame), unknown flag bits
 // (ErrMalformed), a non-finite state (ErrNonFinite), more members than
 // MaxMembers or more fragments than MaxFragments (ErrLimit).
-func (e *Encoder) Add(f *island.Frame) error {
+func (e *FloatEncoder) Add(f *island.Frame) error {
 	n := len(f.Members)
 	switch {
 	case n == 0:
@@ -104,7 +104,7 @@ func (e *Encoder) Add(f *island.Frame) error {
 
 // place makes sure the open datagram has room for a record of size bytes,
 // closing it and opening a new one if not.
-func (e *Encoder) place(size int) {
+func (e *FloatEncoder) place(size int) {
 	if e.cur >= 0 && (len(e.buf)-e.cur+size > e.cfg.MaxDatagram || e.records == MaxRecordsPerDatagram) {
 		e.close()
 	}
@@ -114,7 +114,7 @@ func (e *Encoder) place(size int) {
 	}
 }
 
-func (e *Encoder) close() {
+func (e *FloatEncoder) close() {
 	e.buf[e.cur+5] = byte(e.records)
 	e.ends = append(e.ends, len(e.buf))
 	e.cur = -1
@@ -124,7 +124,7 @@ func (e *Encoder) close() {
 // Datagrams closes the open datagram and returns every datagram produced since
 // the last Reset, in order. The slices alias the encoder's buffer: they stay
 // valid until the next Add or Reset.
-func (e *Encoder) Datagrams() [][]byte {
+func (e *FloatEncoder) Datagrams() [][]byte {
 	if e.cur >= 0 {
 		e.close()
 	}

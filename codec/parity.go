@@ -30,7 +30,7 @@ const KindParity RecordKind = 4
 
 // SetParity makes every frame cut into 2 … MaxParityFragments fragments
 // carry m parity records (0 turns parity off). m must be 0 … MaxParity.
-func (e *V2Encoder) SetParity(m int) error {
+func (e *Encoder) SetParity(m int) error {
 	if m < 0 || m > MaxParity {
 		return fmt.Errorf("codec: parity %d outside [0, %d]", m, MaxParity)
 	}
@@ -41,7 +41,7 @@ func (e *V2Encoder) SetParity(m int) error {
 // keepShard records fragment i's standalone form — the record as it would
 // stand first in a datagram, island absolute, nothing shared — as data
 // shard i.
-func (e *V2Encoder) keepShard(i int, head byte, isl uint32, body []byte) {
+func (e *Encoder) keepShard(i int, head byte, isl uint32, body []byte) {
 	for len(e.shards) <= i {
 		e.shards = append(e.shards, nil)
 	}
@@ -52,7 +52,7 @@ func (e *V2Encoder) keepShard(i int, head byte, isl uint32, body []byte) {
 
 // emitParity pads the frame's k data shards to one length, computes the
 // parity shards and writes each as a record in its own datagram.
-func (e *V2Encoder) emitParity(head byte, isl uint32, k int) error {
+func (e *Encoder) emitParity(head byte, isl uint32, k int) error {
 	m := e.parity
 	for len(e.shards) < k+m {
 		e.shards = append(e.shards, nil)
@@ -110,7 +110,7 @@ func rsCodec(cache *map[rsKey]reedsolomon.Encoder, k, m int) (reedsolomon.Encode
 
 // AppendStandalone appends the standalone form of a key or delta fragment
 // record — the bytes its parity was computed over — to dst.
-func AppendStandalone(dst []byte, r *V2Record) []byte {
+func AppendStandalone(dst []byte, r *Record) []byte {
 	dst = appendU(append(dst, head(r.Kind, r.Class, r.Flags)|headFragment), uint64(r.Island))
 	if r.Kind == KindKey {
 		dst = appendKeyFields(dst, r.Sender, island.Key{Epoch: r.Epoch, Topology: r.Topology, Config: r.Config}, r.Segment)
@@ -123,10 +123,10 @@ func AppendStandalone(dst []byte, r *V2Record) []byte {
 
 // ParseStandalone parses a reconstructed data shard: one key or delta
 // fragment record in standalone form, followed by zero padding only.
-func ParseStandalone(b []byte, cfg Config) (V2Record, error) {
+func ParseStandalone(b []byte, cfg Config) (Record, error) {
 	c, err := cfg.WithDefaults()
 	if err != nil {
-		return V2Record{}, err
+		return Record{}, err
 	}
 	var ps parseStorage
 	p := ps.parser(b, 0)
@@ -137,9 +137,9 @@ func ParseStandalone(b []byte, cfg Config) (V2Record, error) {
 // caps, keeping the record's residuals in the decoder's storage, so that
 // it allocates nothing once that has grown. The record is valid until the
 // next Decode; the records Decode returned stay valid.
-func (d *V2Decoder) ParseStandalone(b []byte) (V2Record, error) {
+func (d *Decoder) ParseStandalone(b []byte) (Record, error) {
 	ps := &d.ps // appended to, not reset: the records of the last Decode stay
-	p := v2Parser{b: b, res: &ps.res, vals: &ps.vals, bits: &ps.bits, st: &ps.st, rc: &ps.rc}
+	p := parser{b: b, res: &ps.res, vals: &ps.vals, bits: &ps.bits, st: &ps.st, rc: &ps.rc}
 	return parseStandalone(&p, &d.cfg)
 }
 
@@ -147,25 +147,25 @@ func (d *V2Decoder) ParseStandalone(b []byte) (V2Record, error) {
 // last Decode or StartStandalone, so that a decoder that parses rebuilt
 // shards alone reuses its storage: call it before the shards of each
 // rebuild.
-func (d *V2Decoder) StartStandalone() {
+func (d *Decoder) StartStandalone() {
 	d.ps.res, d.ps.vals, d.ps.bits = d.ps.res[:0], d.ps.vals[:0], d.ps.bits[:0]
 }
 
-func parseStandalone(p *v2Parser, c *Config) (V2Record, error) {
+func parseStandalone(p *parser, c *Config) (Record, error) {
 	b := p.b
-	var r V2Record
+	var r Record
 	if len(b) == 0 {
 		return r, fail(ErrTruncated, 0, "shard")
 	}
 	if err := p.record(&r, c, 0, true); err != nil {
-		return V2Record{}, err
+		return Record{}, err
 	}
 	if r.Kind == KindRun || r.Kind == KindParity || r.Fragments < 2 {
-		return V2Record{}, fail(ErrMalformed, 0, "shard kind")
+		return Record{}, fail(ErrMalformed, 0, "shard kind")
 	}
 	for _, x := range b[p.off:] {
 		if x != 0 {
-			return V2Record{}, fail(ErrMalformed, p.off, "shard padding")
+			return Record{}, fail(ErrMalformed, p.off, "shard padding")
 		}
 	}
 	return r, nil

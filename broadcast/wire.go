@@ -74,7 +74,7 @@ type obsIsland struct {
 }
 
 func (o *observer) island(id uint32) *obsIsland {
-	if oi := o.v2[id]; oi != nil {
+	if oi := o.held[id]; oi != nil {
 		return oi
 	}
 	tr := o.snd.Track(id) // capped at MaxIslands
@@ -82,7 +82,7 @@ func (o *observer) island(id uint32) *obsIsland {
 		return nil
 	}
 	oi := &obsIsland{track: tr, id: id, wantKey: true}
-	o.v2[id] = oi
+	o.held[id] = oi
 	return oi
 }
 
@@ -105,10 +105,10 @@ func (o *observer) islandAt(i int, id uint32) *obsIsland {
 
 // forgetIsland drops what the observer holds of island id.
 func (o *observer) forgetIsland(id uint32) {
-	if oi := o.v2[id]; oi != nil {
+	if oi := o.held[id]; oi != nil {
 		oi.gone = true
 	}
-	delete(o.v2, id)
+	delete(o.held, id)
 	o.snd.Forget(id)
 }
 
@@ -127,16 +127,16 @@ func phase(id uint32, every int) uint32 {
 const keyBlock = 4
 
 // quantized is one frame of a broadcast in quantized form, shared by every
-// observer: the v2 frame and the table it restores.
+// observer: the wire-3 frame and the table it restores.
 type quantized struct {
-	f     codec.V2Frame
+	f     codec.Frame
 	table *baseline.Table
 }
 
-// framesV2 encodes a broadcast for every observer: per island a keyframe or
+// framesQuant encodes a broadcast for every observer: per island a keyframe or
 // a delta against the newest frame that observer confirmed holding. Frames
 // of different authority times become consecutive broadcasts.
-func (b *Broadcaster) framesV2(frames []*island.Frame) {
+func (b *Broadcaster) framesQuant(frames []*island.Frame) {
 	b.byTime = append(b.byTime[:0], frames...)
 	slices.SortStableFunc(b.byTime, func(x, y *island.Frame) int {
 		if c := cmp.Compare(x.Time, y.Time); c != 0 {
@@ -149,14 +149,14 @@ func (b *Broadcaster) framesV2(frames []*island.Frame) {
 		for n < len(rest) && rest[n].Time == rest[0].Time {
 			n++
 		}
-		b.broadcastV2(rest[:n])
+		b.broadcastQuant(rest[:n])
 		rest = rest[n:]
 	}
 	clear(b.byTime) // keep no frame alive past the call
 }
 
-// broadcastV2 encodes frames of one authority time, ascending by island.
-func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
+// broadcastQuant encodes frames of one authority time, ascending by island.
+func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 	b.quant = b.quant[:0]
 	b.seq++
 	t := frames[0].Time
@@ -176,7 +176,7 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 	if len(b.quant) == 0 {
 		return
 	}
-	hasher := b.v2Encoder(b.cfg.Codec.MaxDatagram)
+	hasher := b.wireEncoder(b.cfg.Codec.MaxDatagram)
 	hasher.Begin(0, b.seq, t)
 	for i := range b.quant {
 		hasher.FrameDigest(&b.quant[i].f) // once per frame, whatever the observers
@@ -189,7 +189,7 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 	every := uint32(b.cfg.KeyframeEvery)
 	for _, id := range b.ids {
 		o := b.observers[id]
-		enc := b.v2Encoder(o.maxDatagram)
+		enc := b.wireEncoder(o.maxDatagram)
 		enc.Begin(o.packet, b.seq, t)
 		for i := range b.quant {
 			q := &b.quant[i]
@@ -205,7 +205,7 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 			base, ok := oi.track.Baseline(b.seq)
 			switch {
 			case ok && !oi.wantKey && b.seq-oi.lastKey < every && deltaOK(base, &q.f):
-				err = enc.AddDelta(&q.f, &codec.V2Ref{Base: base})
+				err = enc.AddDelta(&q.f, &codec.Ref{Base: base})
 			default:
 				err = enc.AddKey(&q.f)
 				if oi.wantKey || b.seq-oi.lastKey < every {
@@ -235,7 +235,7 @@ func (b *Broadcaster) broadcastV2(frames []*island.Frame) {
 // ascending order, as b.quant holds their frames (a fragmented frame's
 // island in several datagrams in a row): one walk along both finds every
 // frame.
-func (b *Broadcaster) carried(o *observer, enc *codec.V2Encoder, dgs [][]byte) {
+func (b *Broadcaster) carried(o *observer, enc *codec.Encoder, dgs [][]byte) {
 	first := enc.Next() - uint32(len(dgs))
 	k := 0
 	for i := range dgs {
@@ -262,13 +262,13 @@ func (b *Broadcaster) carried(o *observer, enc *codec.V2Encoder, dgs [][]byte) {
 
 // deltaOK reports whether f may be coded against base: the same stream,
 // sender, segment, class and members, and not a boundary frame.
-func deltaOK(base *baseline.Table, f *codec.V2Frame) bool {
+func deltaOK(base *baseline.Table, f *codec.Frame) bool {
 	bf := &base.Frame
 	return bf.Key.Stream() == f.Key.Stream() && bf.Sender == f.Sender && bf.Segment == f.Segment &&
 		bf.Class == f.Class && len(base.Entries) == len(f.Members) && f.Flags&island.FlagInitial == 0
 }
 
-// quantize turns a sampled frame into its v2 form and the table it restores.
+// quantize turns a sampled frame into its wire-3 form and the table it restores.
 func (b *Broadcaster) quantize(f *island.Frame) (quantized, bool) {
 	class := b.class(f.Key.Island, len(f.Members))
 	p := class.Precision()
@@ -283,16 +283,16 @@ func (b *Broadcaster) quantize(f *island.Frame) (quantized, bool) {
 		}
 		t.Entries[i] = baseline.Entry{ID: f.Members[i].ID, Record: baseline.Record{Q: q, Time: f.Time, Segment: f.Segment}}
 	}
-	return quantized{f: codec.V2Frame{Sender: f.Sender, Key: key, Segment: f.Segment, Flags: f.Flags, Class: class, Members: t.Entries}, table: t}, true
+	return quantized{f: codec.Frame{Sender: f.Sender, Key: key, Segment: f.Segment, Flags: f.Flags, Class: class, Members: t.Entries}, table: t}, true
 }
 
-func (b *Broadcaster) v2Encoder(maxDatagram int) *codec.V2Encoder {
+func (b *Broadcaster) wireEncoder(maxDatagram int) *codec.Encoder {
 	if e := b.enc2[maxDatagram]; e != nil {
 		return e
 	}
 	c := b.cfg.Codec
 	c.MaxDatagram = maxDatagram
-	e, _ := codec.NewV2Encoder(c) // the cap was checked at Join
+	e, _ := codec.NewEncoder(c)   // the cap was checked at Join
 	_ = e.SetParity(b.cfg.Parity) // checked in New
 	b.enc2[maxDatagram] = e
 	return e
@@ -308,7 +308,7 @@ func (b *Broadcaster) received(o *observer, m codec.Received) {
 // as held.
 func (b *Broadcaster) keyframes(o *observer, m codec.Keyframes) {
 	for _, id := range m.Islands {
-		if oi := o.v2[id]; oi != nil {
+		if oi := o.held[id]; oi != nil {
 			oi.wantKey = true
 			oi.track.Refused(b.seq + 1)
 		}

@@ -9,11 +9,11 @@ import (
 	"github.com/islandsync/islandsync/quant"
 )
 
-// V2Record is one record of a v2 datagram, checked whole but with its
+// Record is one record of a wire-3 datagram, checked whole but with its
 // members not yet restored: a key record's members expand on their own
 // (ExpandKey); a delta's residuals, read once by the decoder, need the
 // baseline they were coded against (ExpandDelta); a run has none.
-type V2Record struct {
+type Record struct {
 	Kind  RecordKind
 	Class quant.Class
 	Flags island.Flags
@@ -38,26 +38,26 @@ type V2Record struct {
 	res []int64
 }
 
-// V2Decoder parses v2 datagrams into records it owns and reuses. Not safe
+// Decoder parses wire-3 datagrams into records it owns and reuses. Not safe
 // for concurrent use.
-type V2Decoder struct {
+type Decoder struct {
 	cfg  Config
-	recs []V2Record
+	recs []Record
 	ps   parseStorage // the records' residuals, values and bitmaps, back to back
 }
 
-// NewV2Decoder returns a decoder enforcing cfg (zero fields mean defaults).
-func NewV2Decoder(cfg Config) (*V2Decoder, error) {
+// NewDecoder returns a decoder enforcing cfg (zero fields mean defaults).
+func NewDecoder(cfg Config) (*Decoder, error) {
 	c, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &V2Decoder{cfg: c}, nil
+	return &Decoder{cfg: c}, nil
 }
 
-// V2Header is a quantized datagram's number, broadcast sequence and
+// Header is a quantized datagram's number, broadcast sequence and
 // authority time.
-type V2Header struct {
+type Header struct {
 	// Packet numbers the datagram among those sent to this observer
 	// (serial arithmetic): what the observer confirms it received.
 	Packet uint32
@@ -82,14 +82,14 @@ func DatagramVersion(b []byte) (int, error) {
 	return int(b[4]), nil
 }
 
-// Decode parses and checks one whole v2 datagram. The records are the
+// Decode parses and checks one whole wire-3 datagram. The records are the
 // decoder's and stay valid until the next call; their members alias b, and
 // their residuals are in the decoder's storage. Any bad record rejects the
 // whole datagram (nil, error). Decode is total and
 // canonical: every varint is minimal, every reserved bit zero, every count
 // checked against the caps and the bytes present before it is used.
-func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
-	var h V2Header
+func (d *Decoder) Decode(b []byte) (Header, []Record, error) {
+	var h Header
 	if len(b) > d.cfg.MaxDatagram {
 		return h, nil, fail(ErrLimit, d.cfg.MaxDatagram, "datagram size")
 	}
@@ -99,10 +99,10 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 	if b[4] != VersionV3 {
 		return h, nil, fail(ErrVersion, 4, "version")
 	}
-	if len(b) < V2HeaderSize {
+	if len(b) < HeaderSize {
 		return h, nil, fail(ErrTruncated, len(b), "datagram header")
 	}
-	if binary.LittleEndian.Uint32(b[checkAt:]) != v2Check(b) {
+	if binary.LittleEndian.Uint32(b[checkAt:]) != datagramCheck(b) {
 		return h, nil, fail(ErrMalformed, checkAt, "datagram check")
 	}
 	h.Packet = binary.LittleEndian.Uint32(b[5:])
@@ -110,7 +110,7 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 	h.Time = island.Time(binary.LittleEndian.Uint64(b[13:]))
 	h.Sum = binary.LittleEndian.Uint32(b[sumAt:])
 	d.recs = d.recs[:0]
-	p := d.ps.parser(b, V2HeaderSize)
+	p := d.ps.parser(b, HeaderSize)
 	var last uint32
 	for p.off < len(b) {
 		if RecordKind(b[p.off]&headKind) == KindBatch {
@@ -121,7 +121,7 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 			}
 			continue
 		}
-		var r V2Record
+		var r Record
 		if err := p.record(&r, &d.cfg, last, len(d.recs) == 0); err != nil {
 			d.recs = d.recs[:0]
 			return h, nil, err
@@ -133,12 +133,12 @@ func (d *V2Decoder) Decode(b []byte) (V2Header, []V2Record, error) {
 		d.recs = append(d.recs, r)
 	}
 	if len(d.recs) == 0 {
-		return h, nil, fail(ErrMalformed, V2HeaderSize, "no record")
+		return h, nil, fail(ErrMalformed, HeaderSize, "no record")
 	}
 	return h, d.recs, nil
 }
 
-type v2Parser struct {
+type parser struct {
 	b    []byte
 	off  int
 	res  *[]int64 // where deltas' residuals go
@@ -152,7 +152,7 @@ type v2Parser struct {
 	}
 }
 
-func (p *v2Parser) uvarint(field string) (uint64, error) {
+func (p *parser) uvarint(field string) (uint64, error) {
 	v, n := binary.Uvarint(p.b[p.off:])
 	switch {
 	case n == 0:
@@ -167,7 +167,7 @@ func (p *v2Parser) uvarint(field string) (uint64, error) {
 }
 
 // u32 reads a uvarint that must fit 32 bits.
-func (p *v2Parser) u32(field string) (uint32, error) {
+func (p *parser) u32(field string) (uint32, error) {
 	at := p.off
 	v, err := p.uvarint(field)
 	if err != nil {
@@ -180,7 +180,7 @@ func (p *v2Parser) u32(field string) (uint32, error) {
 }
 
 // bounded reads a uvarint in [lo, hi].
-func (p *v2Parser) bounded(field string, lo, hi uint64, limit bool) (int, error) {
+func (p *parser) bounded(field string, lo, hi uint64, limit bool) (int, error) {
 	at := p.off
 	v, err := p.uvarint(field)
 	if err != nil {
@@ -195,7 +195,7 @@ func (p *v2Parser) bounded(field string, lo, hi uint64, limit bool) (int, error)
 	return int(v), nil
 }
 
-func (p *v2Parser) record(r *V2Record, cfg *Config, last uint32, first bool) error {
+func (p *parser) record(r *Record, cfg *Config, last uint32, first bool) error {
 	at := p.off
 	hb := p.b[p.off]
 	p.off++
@@ -336,14 +336,14 @@ type parseStorage struct {
 	rc        rcDecoder
 }
 
-func (ps *parseStorage) parser(b []byte, off int) v2Parser {
+func (ps *parseStorage) parser(b []byte, off int) parser {
 	ps.res, ps.vals, ps.bits = ps.res[:0], ps.vals[:0], ps.bits[:0]
-	return v2Parser{b: b, off: off, res: &ps.res, vals: &ps.vals, bits: &ps.bits, st: &ps.st, rc: &ps.rc}
+	return parser{b: b, off: off, res: &ps.res, vals: &ps.vals, bits: &ps.bits, st: &ps.st, rc: &ps.rc}
 }
 
 // parity reads the rest of a parity record: data fragments, parity
 // records, this one's index, the shard length and the shard.
-func (p *v2Parser) parity(r *V2Record) error {
+func (p *parser) parity(r *Record) error {
 	r.Kind = KindParity
 	var err error
 	if r.Fragments, err = p.bounded("data fragments", 2, MaxParityFragments, true); err != nil {
@@ -373,11 +373,11 @@ func (p *v2Parser) parity(r *V2Record) error {
 }
 
 // Shard returns a parity record's shard (it aliases the datagram).
-func (r *V2Record) Shard() []byte { return r.members }
+func (r *Record) Shard() []byte { return r.members }
 
 // ExpandKey decodes a key record's members into dst (reused), with the
 // record's Segment and the datagram time t in every record.
-func (r *V2Record) ExpandKey(dst []baseline.Entry, t island.Time) []baseline.Entry {
+func (r *Record) ExpandKey(dst []baseline.Entry, t island.Time) []baseline.Entry {
 	dst = dst[:0]
 	for v := r.vals; len(v) >= 8; v = v[8:] {
 		var e baseline.Entry
@@ -393,7 +393,7 @@ func (r *V2Record) ExpandKey(dst []baseline.Entry, t island.Time) []baseline.Ent
 // base (the frame it names: the same members in the same order) into dst,
 // reused: each member is the baseline's motion carried to time t, plus its
 // residuals. It reports ErrMalformed when base does not hold Total members.
-func (r *V2Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t island.Time) ([]baseline.Entry, error) {
+func (r *Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t island.Time) ([]baseline.Entry, error) {
 	if len(base.Entries) != r.Total {
 		return dst[:0], fail(ErrMalformed, -1, "delta member count")
 	}
@@ -474,7 +474,7 @@ func Predict(dst []baseline.Entry, base *baseline.Table, t island.Time) []baseli
 // then each island from the stream, handed back as a record of its own —
 // a keyframe, a delta, or a run (consecutive predicted islands with one
 // lag and class share one). It returns the record's last island.
-func (d *V2Decoder) batch(p *v2Parser, last uint32, first bool) (uint32, error) {
+func (d *Decoder) batch(p *parser, last uint32, first bool) (uint32, error) {
 	at := p.off
 	if p.b[p.off] != byte(KindBatch) {
 		return 0, fail(ErrMalformed, at, "batch head")
@@ -517,7 +517,7 @@ func (d *V2Decoder) batch(p *v2Parser, last uint32, first bool) (uint32, error) 
 		if members += it.n; members > MaxBatchMembers {
 			return 0, fail(ErrLimit, at, "batch members")
 		}
-		r := V2Record{Class: it.class, Flags: it.flags, Island: it.island, Lag: it.lag,
+		r := Record{Class: it.class, Flags: it.flags, Island: it.island, Lag: it.lag,
 			Total: it.n, Fragments: 1, N: it.n}
 		switch it.kind {
 		case batchPredicted:

@@ -121,11 +121,11 @@ func (l *loop) deliver(b []byte, f func(codec.Message)) {
 	}
 }
 
-// TestV2Loop: on wire 3 with confirmations flowing, every frame commits,
+// TestWireLoop: on wire 3 with confirmations flowing, every frame commits,
 // deltas replace keyframes once datagrams are confirmed, the window moves
 // on without ever stalling or losing a baseline a delta names, and the
 // bytes are a fraction of wire 1's.
-func TestV2Loop(t *testing.T) {
+func TestWireLoop(t *testing.T) {
 	v1, v2 := newLoop(t, "chain,ragdolls,bridge", 1), newLoop(t, "chain,ragdolls,bridge", 3)
 	for range 360 { // 6 s
 		v1.step(nil)
@@ -136,34 +136,34 @@ func TestV2Loop(t *testing.T) {
 	if s2.FramesCommitted < b2.Frames-3 {
 		t.Fatalf("committed %d of %d frames", s2.FramesCommitted, b2.Frames)
 	}
-	if s2.V2.Keyframes*10 > s2.V2.Records {
-		t.Fatalf("%d keyframes in %d records: deltas are not used", s2.V2.Keyframes, s2.V2.Records)
+	if s2.Wire.Keyframes*10 > s2.Wire.Records {
+		t.Fatalf("%d keyframes in %d records: deltas are not used", s2.Wire.Keyframes, s2.Wire.Records)
 	}
-	if s2.V2.NoBaseline != 0 || s2.V2.Digest != 0 || s2.V2.Refused != 0 {
-		t.Fatalf("v2 stats %+v", s2.V2)
+	if s2.Wire.NoBaseline != 0 || s2.Wire.Digest != 0 || s2.Wire.Refused != 0 {
+		t.Fatalf("v2 stats %+v", s2.Wire)
 	}
-	t.Logf("wire 1: %d bytes, %d frames; wire 3: %d bytes, %d frames; %+v", v1.sent, s1.FramesCommitted, v2.sent, s2.FramesCommitted, s2.V2)
+	t.Logf("wire 1: %d bytes, %d frames; wire 3: %d bytes, %d frames; %+v", v1.sent, s1.FramesCommitted, v2.sent, s2.FramesCommitted, s2.Wire)
 	if v2.sent*3 > v1.sent {
 		t.Fatalf("wire 3 sent %d bytes, wire 1 %d", v2.sent, v1.sent)
 	}
 }
 
-// TestV2KeyframeOnMissingBaseline: when the observer loses its baselines
+// TestWireKeyframeOnMissingBaseline: when the observer loses its baselines
 // (here: all of them, as if it had restarted its decode state), deltas
 // naming them are refused whole, counted, a keyframe is asked for, and the
 // next frames of the island commit again.
-func TestV2KeyframeOnMissingBaseline(t *testing.T) {
+func TestWireKeyframeOnMissingBaseline(t *testing.T) {
 	l := newLoop(t, "teleport", 3)
 	for range 60 {
 		l.step(nil)
 	}
 	before := l.rx.Stats().FramesCommitted
-	clear(l.rx.v2) // the decode baselines are gone
+	clear(l.rx.bases) // the decode baselines are gone
 	for range 30 {
 		l.step(nil)
 	}
 	st := l.rx.Stats()
-	if st.V2.NoBaseline == 0 {
+	if st.Wire.NoBaseline == 0 {
 		t.Fatal("no delta was refused")
 	}
 	if st.FramesCommitted < before+5 {
@@ -171,17 +171,17 @@ func TestV2KeyframeOnMissingBaseline(t *testing.T) {
 	}
 }
 
-// TestV2LossKeepsDecoding: datagrams lost at random never stop decoding:
+// TestWireLossKeepsDecoding: datagrams lost at random never stop decoding:
 // deltas name only acknowledged baselines.
-func TestV2LossKeepsDecoding(t *testing.T) {
+func TestWireLossKeepsDecoding(t *testing.T) {
 	l := newLoop(t, "ragdolls,chain", 3)
 	k := 0
 	for range 300 {
 		l.step(func(int) bool { k++; return k%7 == 0 })
 	}
 	st := l.rx.Stats()
-	if st.V2.NoBaseline != 0 || st.V2.Digest != 0 {
-		t.Fatalf("v2 stats under loss %+v", st.V2)
+	if st.Wire.NoBaseline != 0 || st.Wire.Digest != 0 {
+		t.Fatalf("v2 stats under loss %+v", st.Wire)
 	}
 	if st.FramesCommitted == 0 {
 		t.Fatal("nothing committed")
@@ -200,26 +200,26 @@ func TestWelcomeRaisesDatagramCap(t *testing.T) {
 	}
 }
 
-// TestV2SteadyStateAllocs: once warm, the wire-3 receive path — the
+// TestWireSteadyStateAllocs: once warm, the wire-3 receive path — the
 // control stream (window advances), decode, expand, reassemble, validate,
 // commit, keep the baseline, render, feed back — and the broadcaster
 // reading that feedback (acknowledgements, window confirmations and the
 // advances they start) allocate nothing.
-func TestV2SteadyStateAllocs(t *testing.T) {
+func TestWireSteadyStateAllocs(t *testing.T) {
 	l := newLoop(t, "ragdolls,chain", 3)
 	if n, _ := receiveAllocs(l, nil); n > 0 {
 		t.Fatalf("%d allocations in 100 steps of the receive path and the feedback", n)
 	}
 }
 
-// TestV2ParityAllocs: the same with one fragment of every chain frame lost
+// TestWireParityAllocs: the same with one fragment of every chain frame lost
 // and rebuilt from parity. Keeping records and the rebuilt shards reuse
 // pooled buffers; what allocates is the Reed–Solomon library's
 // reconstruction (its working slices), a few per rebuilt frame — bounded
 // here, so that a leak per record would fail.
-func TestV2ParityAllocs(t *testing.T) {
+func TestWireParityAllocs(t *testing.T) {
 	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2})
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	drop := func(i int) bool { return i == 0 && fragmented(t, dec, l.dgs[i].Bytes) }
 	n, rebuilt := receiveAllocs(l, drop)
 	t.Logf("%d allocations for %d rebuilt fragments", n, rebuilt)
@@ -231,8 +231,8 @@ func TestV2ParityAllocs(t *testing.T) {
 	}
 }
 
-// fragmented reports whether a v2 datagram carries a data fragment.
-func fragmented(t testing.TB, dec *codec.V2Decoder, dg []byte) bool {
+// fragmented reports whether a wire-3 datagram carries a data fragment.
+func fragmented(t testing.TB, dec *codec.Decoder, dg []byte) bool {
 	_, recs, err := dec.Decode(dg)
 	if err != nil {
 		t.Fatal(err)
@@ -271,14 +271,14 @@ func receiveAllocs(l *loop, drop func(i int) bool) (mallocs, rebuilt uint64) {
 	return mallocs, l.rx.Stats().Assembler.Count(assembler.Rebuilt) - rebuilt
 }
 
-// TestV2ParityRebuilds: a 240-link chain whose frames are cut into several
+// TestWireParityRebuilds: a 240-link chain whose frames are cut into several
 // datagrams loses one fragment-carrying datagram in every broadcast. With
 // two parity records per frame every frame still commits, from rebuilt
 // fragments; without parity almost none does.
-func TestV2ParityRebuilds(t *testing.T) {
+func TestWireParityRebuilds(t *testing.T) {
 	commits := func(parity int) (Stats, uint64) {
 		l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: parity})
-		dec, _ := codec.NewV2Decoder(codec.Config{})
+		dec, _ := codec.NewDecoder(codec.Config{})
 		for range 240 { // 4 s
 			lost := false
 			l.step(func(i int) bool {
@@ -302,14 +302,14 @@ func TestV2ParityRebuilds(t *testing.T) {
 	}
 }
 
-// TestV2ParityHostile: parity records whose shards were tampered with (and
+// TestWireParityHostile: parity records whose shards were tampered with (and
 // the datagram check recomputed, as an attacker would) never complete a
 // frame with a lost fragment: a rebuild that is no fragment record of the
 // frame (its head forged) is refused and counted, one whose coded members
 // were forged fails the frame's digest, and nothing panics.
-func TestV2ParityHostile(t *testing.T) {
+func TestWireParityHostile(t *testing.T) {
 	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2})
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	var lostFrames, bad int
 	for range 240 {
 		lost := false
@@ -335,7 +335,7 @@ func TestV2ParityHostile(t *testing.T) {
 		})
 	}
 	st := l.rx.Stats()
-	t.Logf("%d frames lost a fragment, %d forged parity records: %+v", lostFrames, bad, st.V2)
+	t.Logf("%d frames lost a fragment, %d forged parity records: %+v", lostFrames, bad, st.Wire)
 	if lostFrames < 40 || bad < 2*lostFrames {
 		t.Fatalf("%d frames lost a fragment, %d parity records forged", lostFrames, bad)
 	}
@@ -374,17 +374,17 @@ func resign(dg []byte) []byte {
 	return dg
 }
 
-// TestV2WholeRecords: frames that come whole in one record skip reassembly;
+// TestWireWholeRecords: frames that come whole in one record skip reassembly;
 // a datagram delivered twice still commits each of its frames once, and a
 // whole delta that restores to other members than were sent (a residual
 // changed in flight, the datagram check recomputed) fails its digest,
 // commits nothing and asks for a keyframe of its island.
-func TestV2WholeRecords(t *testing.T) {
+func TestWireWholeRecords(t *testing.T) {
 	l := newLoop(t, "ragdolls", 3)
 	for range 100 {
 		l.step(nil)
 	}
-	dec, _ := codec.NewV2Decoder(codec.Config{})
+	dec, _ := codec.NewDecoder(codec.Config{})
 	frames0, commits0 := l.bc.Stats().Frames, l.rx.Stats().FramesCommitted
 	wholes := 0
 	for range 60 {
@@ -430,7 +430,7 @@ func TestV2WholeRecords(t *testing.T) {
 			_, orig, _ := dec.Decode(d.Bytes)
 			want := fmt.Sprint(orig)
 			var forged []byte
-			for at := len(d.Bytes) - 1; at > codec.V2HeaderSize+4 && forged == nil; at-- {
+			for at := len(d.Bytes) - 1; at > codec.HeaderSize+4 && forged == nil; at-- {
 				b := append([]byte(nil), d.Bytes...)
 				b[at] ^= 0x04
 				if _, recs, err := dec.Decode(resign(b)); err == nil && fmt.Sprint(recs) != want {
@@ -444,8 +444,8 @@ func TestV2WholeRecords(t *testing.T) {
 			before := l.rx.Stats()
 			l.rx.Datagram(l.now, forged)
 			after := l.rx.Stats()
-			if after.V2.Digest != before.V2.Digest+1 {
-				t.Fatalf("digest failures %d → %d", before.V2.Digest, after.V2.Digest)
+			if after.Wire.Digest != before.Wire.Digest+1 {
+				t.Fatalf("digest failures %d → %d", before.Wire.Digest, after.Wire.Digest)
 			}
 		}
 		l.rx.Render(l.now)
@@ -462,10 +462,10 @@ func TestV2WholeRecords(t *testing.T) {
 	}
 }
 
-// TestV2HugeBatchIsRefused: a batch record naming more islands than one
+// TestWireHugeBatchIsRefused: a batch record naming more islands than one
 // record may carry (codec.MaxBatchIslands) is refused at decoding, before
 // any island is visited: one forged datagram cannot hold the receiver.
-func TestV2HugeBatchIsRefused(t *testing.T) {
+func TestWireHugeBatchIsRefused(t *testing.T) {
 	l := newLoop(t, "ragdolls", 3)
 	for range 40 {
 		l.step(nil)
@@ -484,7 +484,7 @@ func TestV2HugeBatchIsRefused(t *testing.T) {
 	before := l.rx.Stats()
 	l.rx.Datagram(l.now, resign(dg))
 	after := l.rx.Stats()
-	if after.V2.Records != before.V2.Records || after.Decode.Limit != before.Decode.Limit+1 {
+	if after.Wire.Records != before.Wire.Records || after.Decode.Limit != before.Decode.Limit+1 {
 		t.Fatalf("before %+v after %+v", before, after)
 	}
 }

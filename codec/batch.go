@@ -12,7 +12,7 @@ import (
 // of a broadcast whose frame fits a datagram travels in one; the contexts
 // start afresh in every record, so each datagram decodes alone.
 
-// Where an encoder counts the cost of a symbol (V2Bytes' categories).
+// Where an encoder counts the cost of a symbol (ByteBreakdown' categories).
 const (
 	catFraming = iota
 	catIndex

@@ -11,8 +11,8 @@ import (
 	"github.com/islandsync/islandsync/quant"
 )
 
-// V2Bytes says where an encoder's bytes went, cumulatively.
-type V2Bytes struct {
+// ByteBreakdown says where an encoder's bytes went, cumulatively.
+type ByteBreakdown struct {
 	Datagrams int64 // datagrams produced
 	Total     int64 // every byte
 	Headers   int64 // datagram headers (29 bytes each)
@@ -26,7 +26,7 @@ type V2Bytes struct {
 }
 
 // Add adds o's counts to b.
-func (b *V2Bytes) Add(o V2Bytes) {
+func (b *ByteBreakdown) Add(o ByteBreakdown) {
 	b.Datagrams += o.Datagrams
 	b.Total += o.Total
 	b.Headers += o.Headers
@@ -39,13 +39,13 @@ func (b *V2Bytes) Add(o V2Bytes) {
 	b.Parity += o.Parity
 }
 
-// V2Encoder builds v2 datagrams for one observer: one broadcast's frames,
+// Encoder builds wire-3 datagrams for one observer: one broadcast's frames,
 // each as a keyframe, a delta against a baseline the observer holds,
 // or part of a run of unchanged islands; several islands share a datagram,
 // and a frame too large for one is cut at member boundaries into fragments.
 // Output lives in buffers the encoder owns and reuses. Not safe for
 // concurrent use.
-type V2Encoder struct {
+type Encoder struct {
 	cfg     Config
 	packet  uint32 // the next datagram's number
 	seq     uint32
@@ -70,7 +70,7 @@ type V2Encoder struct {
 	shards   [][]byte
 	shardLen int
 	rs       map[rsKey]reedsolomon.Encoder
-	bytes    V2Bytes
+	bytes    ByteBreakdown
 	bat      openBatch
 	// the fragments of the frame being cut: streams back to back, their
 	// ends, and their symbols' costs
@@ -105,22 +105,22 @@ type openBatch struct {
 }
 
 // Bytes returns where the encoder's bytes went since it was made.
-func (e *V2Encoder) Bytes() V2Bytes { return e.bytes }
+func (e *Encoder) Bytes() ByteBreakdown { return e.bytes }
 
-// NewV2Encoder returns an encoder with cfg's caps.
-func NewV2Encoder(cfg Config) (*V2Encoder, error) {
+// NewEncoder returns an encoder with cfg's caps.
+func NewEncoder(cfg Config) (*Encoder, error) {
 	c, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &V2Encoder{cfg: c, cur: -1}, nil
+	return &Encoder{cfg: c, cur: -1}, nil
 }
 
 // Begin discards previous output and starts the datagrams of one broadcast
 // to one observer: every frame added until the next Begin has sequence seq
 // and authority time t, and the datagrams are numbered packet, packet+1, …
 // (serial arithmetic; Next tells where they ended).
-func (e *V2Encoder) Begin(packet, seq uint32, t island.Time) {
+func (e *Encoder) Begin(packet, seq uint32, t island.Time) {
 	e.packet, e.seq, e.time = packet, seq, t
 	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
 	e.isl, e.islEnds, e.partsD = e.isl[:0], e.islEnds[:0], e.partsD[:0]
@@ -129,22 +129,22 @@ func (e *V2Encoder) Begin(packet, seq uint32, t island.Time) {
 
 // Next returns the number the next datagram would have: Begin's packet plus
 // the datagrams produced since.
-func (e *V2Encoder) Next() uint32 { return e.packet }
+func (e *Encoder) Next() uint32 { return e.packet }
 
 // Parts tells what datagram i of the last Datagrams call carries: 0 a
 // parity record (no data of a frame), 1 whole records, k ≥ 2 one fragment
 // of a frame cut into k.
-func (e *V2Encoder) Parts(i int) int { return e.partsD[i] }
+func (e *Encoder) Parts(i int) int { return e.partsD[i] }
 
-func (e *V2Encoder) open() {
+func (e *Encoder) open() {
 	if e.cur >= 0 {
 		return
 	}
 	e.cur = len(e.buf)
 	e.parts = 1
 	e.bytes.Datagrams++
-	e.bytes.Headers += V2HeaderSize
-	e.bytes.Total += V2HeaderSize
+	e.bytes.Headers += HeaderSize
+	e.bytes.Total += HeaderSize
 	e.buf = append(e.buf, Magic...)
 	e.buf = append(e.buf, VersionV3)
 	e.buf = binary.LittleEndian.AppendUint32(e.buf, e.packet)
@@ -157,12 +157,12 @@ func (e *V2Encoder) open() {
 	e.sum.Reset()
 }
 
-func (e *V2Encoder) close() {
+func (e *Encoder) close() {
 	e.finishBatch()
 	if e.cur >= 0 {
 		dg := e.buf[e.cur:]
 		binary.LittleEndian.PutUint32(dg[sumAt:], e.sum.Sum32())
-		binary.LittleEndian.PutUint32(dg[checkAt:], v2Check(dg))
+		binary.LittleEndian.PutUint32(dg[checkAt:], datagramCheck(dg))
 		e.ends = append(e.ends, len(e.buf))
 		e.islEnds = append(e.islEnds, len(e.isl))
 		e.partsD = append(e.partsD, e.parts)
@@ -170,9 +170,9 @@ func (e *V2Encoder) close() {
 	}
 }
 
-func (e *V2Encoder) room() int {
+func (e *Encoder) room() int {
 	if e.cur < 0 {
-		return e.cfg.MaxDatagram - V2HeaderSize
+		return e.cfg.MaxDatagram - HeaderSize
 	}
 	return e.cfg.MaxDatagram - (len(e.buf) - e.cur)
 }
@@ -181,7 +181,7 @@ func (e *V2Encoder) room() int {
 // island isl, opening a datagram when the current one lacks room. A delta
 // or run record's body starts with its lag (refLen bytes of it); it is left
 // out when the previous such record in the datagram has the same one.
-func (e *V2Encoder) place(head byte, isl uint32, body []byte, lag uint32, refLen int) {
+func (e *Encoder) place(head byte, isl uint32, body []byte, lag uint32, refLen int) {
 	size := 1 + uvarintLen(uint64(isl-e.lastIsl)) + len(body)
 	if e.cur >= 0 && (isl <= e.lastIsl || size > e.room()) {
 		e.close()
@@ -205,7 +205,7 @@ func (e *V2Encoder) place(head byte, isl uint32, body []byte, lag uint32, refLen
 }
 
 // noteIslands records that the open datagram carries islands lo … hi.
-func (e *V2Encoder) noteIslands(lo, hi uint32) {
+func (e *Encoder) noteIslands(lo, hi uint32) {
 	for v := lo; ; v++ {
 		e.isl = append(e.isl, v)
 		if v == hi {
@@ -216,7 +216,7 @@ func (e *V2Encoder) noteIslands(lo, hi uint32) {
 
 // Islands returns the islands datagram i of the last Datagrams call carries
 // records of, ascending and distinct. It aliases the encoder's memory until the next Begin.
-func (e *V2Encoder) Islands(i int) []uint32 {
+func (e *Encoder) Islands(i int) []uint32 {
 	start := 0
 	if i > 0 {
 		start = e.islEnds[i-1]
@@ -226,7 +226,7 @@ func (e *V2Encoder) Islands(i int) []uint32 {
 
 // Datagrams closes the open datagram and returns every datagram of this
 // broadcast. The slices alias the encoder's buffer until the next Begin.
-func (e *V2Encoder) Datagrams() [][]byte {
+func (e *Encoder) Datagrams() [][]byte {
 	e.close()
 	e.views = splitAt(e.views[:0], e.buf, e.ends)
 	return e.views
@@ -262,7 +262,7 @@ func head(kind RecordKind, class quant.Class, flags island.Flags) byte {
 }
 
 // AddKey adds f as a keyframe.
-func (e *V2Encoder) AddKey(f *V2Frame) error {
+func (e *Encoder) AddKey(f *Frame) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (e *V2Encoder) AddKey(f *V2Frame) error {
 
 // AddDelta adds f coded against ref (same stream, same members, same segment
 // and class; the caller checks, and sends a keyframe otherwise).
-func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
+func (e *Encoder) AddDelta(f *Frame, ref *Ref) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
@@ -342,7 +342,7 @@ func (e *V2Encoder) AddDelta(f *V2Frame, ref *V2Ref) error {
 	return e.emit(head(KindDelta, f.Class, f.Flags), f, lag, len(pre))
 }
 
-func (e *V2Encoder) check(f *V2Frame) error {
+func (e *Encoder) check(f *Frame) error {
 	n := len(f.Members)
 	switch {
 	case n == 0:
@@ -365,12 +365,12 @@ func (e *V2Encoder) check(f *V2Frame) error {
 // digest and its members range-coded (contexts fresh in each fragment); then
 // its parity records. The cut is greedy; with parity, it is then evened out
 // so that the parity shards, as long as the longest fragment, stay short.
-func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
+func (e *Encoder) emit(h byte, f *Frame, lag uint32, refLen int) error {
 	n := len(f.Members)
 	e.rec = appendU(e.rec, uint64(n))
 	pre := len(e.rec)
 	e.finishBatch()
-	max := e.cfg.MaxDatagram - V2HeaderSize - 1 - uvarintLen(uint64(f.Key.Island))
+	max := e.cfg.MaxDatagram - HeaderSize - 1 - uvarintLen(uint64(f.Key.Island))
 	if e.parity > 0 {
 		max -= parityOverhead // room for a parity record beside its shard
 	}
@@ -441,7 +441,7 @@ func (e *V2Encoder) emit(h byte, f *V2Frame, lag uint32, refLen int) error {
 // bytes each, greedily: e.spans gets each fragment's members, e.fragBuf
 // their streams back to back (e.fragEnds their ends), e.fragCosts their
 // symbols' costs. It reports false when one member alone exceeds room.
-func (e *V2Encoder) cut(key bool, n, room int) bool {
+func (e *Encoder) cut(key bool, n, room int) bool {
 	st, rc := &e.bat.st, &e.bat.rc
 	e.spans, e.fragBuf, e.fragEnds, e.fragCosts = e.spans[:0], e.fragBuf[:0], e.fragEnds[:0], e.fragCosts[:0]
 	for first := 0; first < n; {
@@ -482,19 +482,19 @@ type span struct{ first, n int }
 // FrameDigest computes f's sum for the current broadcast (Begin's time)
 // and records it in f, so that encoding f for many observers hashes it
 // once.
-func (e *V2Encoder) FrameDigest(f *V2Frame) {
+func (e *Encoder) FrameDigest(f *Frame) {
 	f.Sum, f.Digested = e.frameSum(f), true
 }
 
 // sum returns f's sum: FrameDigest's, or computed now.
-func (e *V2Encoder) sumOf(f *V2Frame) uint64 {
+func (e *Encoder) sumOf(f *Frame) uint64 {
 	if f.Digested {
 		return f.Sum
 	}
 	return e.frameSum(f)
 }
 
-func (e *V2Encoder) frameSum(f *V2Frame) uint64 {
+func (e *Encoder) frameSum(f *Frame) uint64 {
 	return FrameSum(f.Sender, f.Key, e.time, f.Segment, f.Flags, f.Class, f.Members)
 }
 
@@ -503,7 +503,7 @@ func (e *V2Encoder) frameSum(f *V2Frame) uint64 {
 // datagram when the open one lacks room. It reports false, having coded
 // nothing, when the island does not fit even an empty datagram: its frame
 // is then cut into fragments.
-func (e *V2Encoder) batchAdd(it *batchIsland) bool {
+func (e *Encoder) batchAdd(it *batchIsland) bool {
 	b := &e.bat
 	for {
 		if b.open && (b.st.count == MaxBatchIslands || b.members+it.n > MaxBatchMembers) {
@@ -544,7 +544,7 @@ func (e *V2Encoder) batchAdd(it *batchIsland) bool {
 		}
 		b.rc.rollback(mark)
 		b.st.batchPos = pos
-		if b.st.count == 0 && len(e.buf)-e.cur == V2HeaderSize {
+		if b.st.count == 0 && len(e.buf)-e.cur == HeaderSize {
 			b.open = false // nothing else in an empty datagram, and still too large
 			return false
 		}
@@ -554,7 +554,7 @@ func (e *V2Encoder) batchAdd(it *batchIsland) bool {
 
 // finishBatch ends the open batch record and writes it into the open
 // datagram: head, first island, island count, stream length, stream.
-func (e *V2Encoder) finishBatch() {
+func (e *Encoder) finishBatch() {
 	b := &e.bat
 	if !b.open {
 		return
@@ -576,15 +576,15 @@ func (e *V2Encoder) finishBatch() {
 	e.costOut(len(out))
 }
 
-// costOut shares a finished stream's n bytes among V2Bytes' categories in
+// costOut shares a finished stream's n bytes among ByteBreakdown' categories in
 // proportion to what its symbols cost, and starts the costs over.
-func (e *V2Encoder) costOut(n int) {
+func (e *Encoder) costOut(n int) {
 	e.shareCosts(n, &e.bat.rc.costs)
 }
 
-// shareCosts shares a stream's n bytes among V2Bytes' categories in
+// shareCosts shares a stream's n bytes among ByteBreakdown' categories in
 // proportion to the costs c of its symbols, and zeroes c.
-func (e *V2Encoder) shareCosts(n int, c *[numCats]int64) {
+func (e *Encoder) shareCosts(n int, c *[numCats]int64) {
 	var sum int64
 	for _, v := range c {
 		sum += v
@@ -607,7 +607,7 @@ func (e *V2Encoder) shareCosts(n int, c *[numCats]int64) {
 // e.keys) can add to the open batch's stream: every context bit at the
 // largest cost a context can have (15/4096: under 8.1 bits), every direct
 // bit one bit, and a few bytes for the coder's renormalisation.
-func (e *V2Encoder) worstBytes(it *batchIsland) int {
+func (e *Encoder) worstBytes(it *batchIsland) int {
 	var a, d int // context bits, direct bits
 	mag := func(v uint64) {
 		k := bits.Len64(v) - 1

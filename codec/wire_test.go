@@ -23,29 +23,29 @@ import (
 	"github.com/islandsync/islandsync/quant"
 )
 
-// v2World is a sender and a receiver of v2 frames for a set of islands,
+// wireWorld is a sender and a receiver of wire-3 frames for a set of islands,
 // with the receiver's restored tables, for round trips.
-type v2World struct {
+type wireWorld struct {
 	t   testing.TB
-	enc *V2Encoder
-	dec *V2Decoder
+	enc *Encoder
+	dec *Decoder
 }
 
-func newV2World(t testing.TB, cfg Config) *v2World {
-	enc, err := NewV2Encoder(cfg)
+func newWireWorld(t testing.TB, cfg Config) *wireWorld {
+	enc, err := NewEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewV2Decoder(Config{MaxDatagram: MaxMaxDatagram})
+	dec, err := NewDecoder(Config{MaxDatagram: MaxMaxDatagram})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &v2World{t: t, enc: enc, dec: dec}
+	return &wireWorld{t: t, enc: enc, dec: dec}
 }
 
-// v2Frame builds island isl's frame with n members moving by seed.
-func v2Frame(isl uint32, n int, seq uint32, class quant.Class, seed float64) V2Frame {
-	f := V2Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 2, Config: 3, Seq: seq}, Class: class}
+// testFrame3 builds island isl's frame with n members moving by seed.
+func testFrame3(isl uint32, n int, seq uint32, class quant.Class, seed float64) Frame {
+	f := Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 2, Config: 3, Seq: seq}, Class: class}
 	p := class.Precision()
 	for i := range n {
 		// Values as irregular as noise, so that no coding squeezes them
@@ -60,7 +60,7 @@ func v2Frame(isl uint32, n int, seq uint32, class quant.Class, seed float64) V2F
 }
 
 // table returns what the receiver keeps of a frame sent at time t.
-func frameTable(f *V2Frame, t island.Time) *baseline.Table {
+func frameTable(f *Frame, t island.Time) *baseline.Table {
 	tb := &baseline.Table{ID: f.Key.Seq, Frame: baseline.FrameInfo{Sender: f.Sender, Key: f.Key, Time: t, Segment: f.Segment, Class: f.Class}}
 	for _, m := range f.Members {
 		m.Time, m.Segment = t, f.Segment
@@ -73,7 +73,7 @@ func frameTable(f *V2Frame, t island.Time) *baseline.Table {
 // records on their own, deltas and runs against bases (by island), parts
 // of a fragmented frame put back together. It checks every datagram's sum
 // over the whole frames it restores and every fragmented frame's digest.
-func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[uint32]*baseline.Table {
+func (w *wireWorld) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[uint32]*baseline.Table {
 	w.t.Helper()
 	out := map[uint32]*baseline.Table{}
 	parts := map[uint32][]baseline.Entry{}
@@ -144,7 +144,7 @@ func (w *v2World) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[ui
 	return out
 }
 
-func restored(info baseline.FrameInfo, h V2Header, members []baseline.Entry) *baseline.Table {
+func restored(info baseline.FrameInfo, h Header, members []baseline.Entry) *baseline.Table {
 	info.Time = h.Time
 	info.Key.Seq = h.Seq
 	return &baseline.Table{ID: h.Seq, Frame: info, Entries: members}
@@ -162,30 +162,30 @@ func sameMembers(a, b []baseline.Entry) bool {
 	return true
 }
 
-// TestV2RoundTrip: keyframes, deltas, runs and fragmented frames restore
+// TestWireRoundTrip: keyframes, deltas, runs and fragmented frames restore
 // exactly the quantized members sent, for every class, under several caps,
 // over many broadcasts with random motion, rests and teleports.
-func TestV2RoundTrip(t *testing.T) {
+func TestWireRoundTrip(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
 	for _, maxDG := range []int{576, 1200, 9000} {
-		w := newV2World(t, Config{MaxDatagram: maxDG})
+		w := newWireWorld(t, Config{MaxDatagram: maxDG})
 		sizes := map[uint32]int{1: 1, 2: 1, 3: 1, 4: 1, 5: 6, 9: 40, 50: 160, 51: 1, 52: 1}
 		var ids []uint32
 		for id := range sizes {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
-		frames := map[uint32]V2Frame{}
+		frames := map[uint32]Frame{}
 		bases := map[uint32]*baseline.Table{}
 		for seq := uint32(1); seq <= 40; seq++ {
 			tm := island.Time(seq) * 50_000
 			w.enc.Begin(0, seq, tm)
-			sent := map[uint32]V2Frame{}
+			sent := map[uint32]Frame{}
 			for _, id := range ids {
 				class := quant.Class(id % 3)
 				f, had := frames[id]
 				if !had {
-					f = v2Frame(id, sizes[id], seq, class, float64(id))
+					f = testFrame3(id, sizes[id], seq, class, float64(id))
 				}
 				f.Key.Seq = seq
 				f.Flags = 0
@@ -211,7 +211,7 @@ func TestV2RoundTrip(t *testing.T) {
 					if err := w.enc.AddKey(&f); err != nil {
 						t.Fatal(err)
 					}
-				} else if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
+				} else if err := w.enc.AddDelta(&f, &Ref{Base: base}); err != nil {
 					t.Fatal(err)
 				}
 				sent[id] = f
@@ -239,7 +239,7 @@ func TestV2RoundTrip(t *testing.T) {
 
 // splitParity decodes dgs and returns their data records and their parity
 // records, in datagram order.
-func splitParity(tb testing.TB, dec *V2Decoder, dgs [][]byte) (data, parity []V2Record) {
+func splitParity(tb testing.TB, dec *Decoder, dgs [][]byte) (data, parity []Record) {
 	tb.Helper()
 	for _, dg := range dgs {
 		_, recs, err := dec.Decode(dg)
@@ -265,10 +265,10 @@ func cloneAll(dgs [][]byte) [][]byte {
 	return out
 }
 
-// TestV2Prediction: motion is predicted from the baseline's velocities in
+// TestWirePrediction: motion is predicted from the baseline's velocities in
 // exact integer arithmetic, rounded half away from zero, the same on every
 // platform; absurd products saturate instead of overflowing.
-func TestV2Prediction(t *testing.T) {
+func TestWirePrediction(t *testing.T) {
 	p := quant.Rigid.Precision() // positions 2^-9 m, velocities 2^-7 m/s, angles 2^-12 turn, 2^-8 turn/s
 	b := quant.State{X: 100, VX: 128, VY: -128, Angle: 4, AngVel: -256}
 	// 1 m/s for 0.1 s = 0.1 m = 51.2 quanta → 51; −1 turn/s for 0.1 s = −409.6 → −410.
@@ -284,10 +284,10 @@ func TestV2Prediction(t *testing.T) {
 	}
 }
 
-// TestV2PredictTable: Predict carries every member of a baseline table as
+// TestWirePredictTable: Predict carries every member of a baseline table as
 // predict does one state — bodies at rest, moving, turning, and with
 // extreme velocities — with the new time and the member's own segment.
-func TestV2PredictTable(t *testing.T) {
+func TestWirePredictTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, class := range []quant.Class{quant.Rigid, quant.Chain, quant.Loose} {
 		base := &baseline.Table{ID: 5, Frame: baseline.FrameInfo{Time: 1_000_000, Class: class}}
@@ -320,12 +320,12 @@ func TestV2PredictTable(t *testing.T) {
 	}
 }
 
-// TestV2RoundMicro: roundMicro — a multiply for the division, no branch on
+// TestWireRoundMicro: roundMicro — a multiply for the division, no branch on
 // the sign — equals rounding by division, half away from zero, for seeded
 // random and edge products up to 2⁶²; and predictInto advances each
 // position by that rounding by division where the product is in the common
 // range, and as advance's long path does out of it.
-func TestV2RoundMicro(t *testing.T) {
+func TestWireRoundMicro(t *testing.T) {
 	byDivision := func(p int64) int64 {
 		if p >= 0 {
 			return (p + 500_000) / 1_000_000
@@ -369,14 +369,14 @@ func TestV2RoundMicro(t *testing.T) {
 	}
 }
 
-// TestV2SmallIslandsAreCheap: 900 one-body islands, 90 % at rest: the rest
+// TestWireSmallIslandsAreCheap: 900 one-body islands, 90 % at rest: the rest
 // cost a run record; a moving one a few bytes; everything in few datagrams.
-func TestV2SmallIslandsAreCheap(t *testing.T) {
-	w := newV2World(t, Config{})
+func TestWireSmallIslandsAreCheap(t *testing.T) {
+	w := newWireWorld(t, Config{})
 	bases := map[uint32]*baseline.Table{}
-	var frames []V2Frame
+	var frames []Frame
 	for id := uint32(1); id <= 900; id++ {
-		f := v2Frame(id, 1, 1, quant.Rigid, 0)
+		f := testFrame3(id, 1, 1, quant.Rigid, 0)
 		f.Members[0].Q.VX, f.Members[0].Q.VY, f.Members[0].Q.AngVel = 0, 0, 0 // asleep
 		frames = append(frames, f)
 		bases[id] = frameTable(&f, 50_000)
@@ -390,7 +390,7 @@ func TestV2SmallIslandsAreCheap(t *testing.T) {
 			f.Members[0].Q.X += 30
 			f.Members[0].Q.VX = 200
 		}
-		if err := w.enc.AddDelta(&f, &V2Ref{Base: bases[f.Key.Island]}); err != nil {
+		if err := w.enc.AddDelta(&f, &Ref{Base: bases[f.Key.Island]}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -410,10 +410,10 @@ func TestV2SmallIslandsAreCheap(t *testing.T) {
 	}
 }
 
-// TestV2Rejects: malformed datagrams are refused whole with typed errors.
-func TestV2Rejects(t *testing.T) {
-	w := newV2World(t, Config{})
-	f := v2Frame(7, 3, 5, quant.Rigid, 1)
+// TestWireRejects: malformed datagrams are refused whole with typed errors.
+func TestWireRejects(t *testing.T) {
+	w := newWireWorld(t, Config{})
+	f := testFrame3(7, 3, 5, quant.Rigid, 1)
 	w.enc.Begin(0, 5, 250_000)
 	if err := w.enc.AddKey(&f); err != nil {
 		t.Fatal(err)
@@ -430,17 +430,17 @@ func TestV2Rejects(t *testing.T) {
 		"bad magic":        mut(func(b []byte) []byte { b[0] = 'X'; return b }),
 		"version 2":        mut(func(b []byte) []byte { b[4] = 2; return b }),
 		"version 4":        mut(func(b []byte) []byte { b[4] = 4; return b }),
-		"no record":        good[:V2HeaderSize],
-		"batch head bits":  mut(func(b []byte) []byte { b[V2HeaderSize] |= headSameRef; return b }),
-		"batch class bits": mut(func(b []byte) []byte { b[V2HeaderSize] |= headClass; return b }),
-		"whole key":        mut(func(b []byte) []byte { b[V2HeaderSize] = byte(KindKey); return b }),
-		"whole delta":      mut(func(b []byte) []byte { b[V2HeaderSize] = byte(KindDelta); return b }),
-		"whole run":        mut(func(b []byte) []byte { b[V2HeaderSize] = byte(KindRun); return b }),
-		"no islands":       mut(func(b []byte) []byte { b[V2HeaderSize+2] = 0; return b }),
-		"long stream":      mut(func(b []byte) []byte { b[V2HeaderSize+3]++; return b }),
+		"no record":        good[:HeaderSize],
+		"batch head bits":  mut(func(b []byte) []byte { b[HeaderSize] |= headSameRef; return b }),
+		"batch class bits": mut(func(b []byte) []byte { b[HeaderSize] |= headClass; return b }),
+		"whole key":        mut(func(b []byte) []byte { b[HeaderSize] = byte(KindKey); return b }),
+		"whole delta":      mut(func(b []byte) []byte { b[HeaderSize] = byte(KindDelta); return b }),
+		"whole run":        mut(func(b []byte) []byte { b[HeaderSize] = byte(KindRun); return b }),
+		"no islands":       mut(func(b []byte) []byte { b[HeaderSize+2] = 0; return b }),
+		"long stream":      mut(func(b []byte) []byte { b[HeaderSize+3]++; return b }),
 		"trailing byte":    fixCheck(append(bytes.Clone(good), 0)),
 		"cut member":       fixCheck(bytes.Clone(good[:len(good)-1])),
-		"long varint":      fixCheck(append(append(bytes.Clone(good[:V2HeaderSize+1]), 0x87, 0x00), good[V2HeaderSize+2:]...)),
+		"long varint":      fixCheck(append(append(bytes.Clone(good[:HeaderSize+1]), 0x87, 0x00), good[HeaderSize+2:]...)),
 		"bad check":        func() []byte { b := bytes.Clone(good); b[len(b)-1] ^= 1; return b }(),
 	}
 	for name, b := range cases {
@@ -457,30 +457,30 @@ func TestV2Rejects(t *testing.T) {
 	}
 }
 
-// v2Case is one golden case: its datagrams and the islands the encoder
+// wireCase is one golden case: its datagrams and the islands the encoder
 // says each carries.
-type v2Case struct {
+type wireCase struct {
 	name    string
 	about   string // what the golden encodes, for its companion
 	dgs     [][]byte
 	islands [][]uint32
 }
 
-// v2GoldenCases are the v2 goldens: a keyframe, a delta, many small islands
+// wireGoldenCases are the v2 goldens: a keyframe, a delta, many small islands
 // in one datagram, a fragmented frame, the same with two parity records and
 // edge values.
-func v2GoldenCases(t testing.TB) []v2Case {
-	w := newV2World(t, Config{})
-	var out []v2Case
+func wireGoldenCases(t testing.TB) []wireCase {
+	w := newWireWorld(t, Config{})
+	var out []wireCase
 	add := func(name, about string, build func()) {
 		build()
-		c := v2Case{name: name, about: about, dgs: cloneAll(w.enc.Datagrams())}
+		c := wireCase{name: name, about: about, dgs: cloneAll(w.enc.Datagrams())}
 		for i := range c.dgs {
 			c.islands = append(c.islands, slices.Clone(w.enc.Islands(i)))
 		}
 		out = append(out, c)
 	}
-	key := v2Frame(7, 3, 100, quant.Rigid, 1)
+	key := testFrame3(7, 3, 100, quant.Rigid, 1)
 	key.Flags = island.FlagInitial
 	add("v2-key", "A keyframe: island 7, three rigid members, frame 100 at 1.5 s, Initial, in the observer's datagram 40. The baseline of v2-delta.", func() {
 		w.enc.Begin(40, 100, 1_500_000)
@@ -490,17 +490,17 @@ func v2GoldenCases(t testing.TB) []v2Case {
 	})
 	base := frameTable(&key, 1_500_000)
 	add("v2-delta", "A delta: island 7's frame 102 at 1.6 s in datagram 42, coded against frame 100 (v2-key): member 0 moved exactly as predicted, members 1 and 2 did not.", func() {
-		f := v2Frame(7, 3, 102, quant.Rigid, 1)
+		f := testFrame3(7, 3, 102, quant.Rigid, 1)
 		f.Members[0].Q = predict(f.Members[0].Q, 100_000, quant.Rigid.Precision())
 		f.Members[1].Q.X += 20
 		f.Members[2].Q.VY -= 25
 		w.enc.Begin(42, 102, 1_600_000)
-		if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
+		if err := w.enc.AddDelta(&f, &Ref{Base: base}); err != nil {
 			t.Fatal(err)
 		}
 	})
-	smallBase := func(id uint32) V2Frame {
-		f := v2Frame(id, 1, 7, quant.Loose, 0)
+	smallBase := func(id uint32) Frame {
+		f := testFrame3(id, 1, 7, quant.Loose, 0)
 		f.Members[0].Q.VX, f.Members[0].Q.VY, f.Members[0].Q.AngVel = 0, 0, 0
 		return f
 	}
@@ -523,20 +523,20 @@ func v2GoldenCases(t testing.TB) []v2Case {
 			if id%7 == 0 {
 				f.Members[0].Q.Y -= 3
 			}
-			if err := w.enc.AddDelta(&f, &V2Ref{Base: b}); err != nil {
+			if err := w.enc.AddDelta(&f, &Ref{Base: b}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	})
 	add("v2-chain", "A keyframe of a 300-member chain-class island (40), frame 3 at 0.15 s, cut into three fragments, datagrams 1 … 3.", func() {
-		f := v2Frame(40, 300, 3, quant.Chain, 2)
+		f := testFrame3(40, 300, 3, quant.Chain, 2)
 		w.enc.Begin(1, 3, 150_000)
 		if err := w.enc.AddKey(&f); err != nil {
 			t.Fatal(err)
 		}
 	})
 	add("v2-parity", "The chain of v2-chain at frame 4, 0.2 s, with two Reed–Solomon parity records: three data fragments (datagrams 4 … 6), then a parity record in each of datagrams 7 and 8.", func() {
-		f := v2Frame(40, 300, 4, quant.Chain, 2)
+		f := testFrame3(40, 300, 4, quant.Chain, 2)
 		if err := w.enc.SetParity(2); err != nil {
 			t.Fatal(err)
 		}
@@ -547,7 +547,7 @@ func v2GoldenCases(t testing.TB) []v2Case {
 		}
 	})
 	add("v2-edges", "A keyframe with every key field, the packet number, the sequence and the sender at their maxima, time −1, both flags, loose class, and extreme values (±(2⁵³ − 1), the zero identity, the largest identity).", func() {
-		f := V2Frame{Sender: math.MaxUint32, Key: island.Key{Island: math.MaxUint32, Epoch: math.MaxUint32, Topology: math.MaxUint32, Config: math.MaxUint32, Seq: math.MaxUint32},
+		f := Frame{Sender: math.MaxUint32, Key: island.Key{Island: math.MaxUint32, Epoch: math.MaxUint32, Topology: math.MaxUint32, Config: math.MaxUint32, Seq: math.MaxUint32},
 			Segment: math.MaxUint32, Flags: island.FlagInitial | island.FlagReleasing, Class: quant.Loose,
 			Members: []baseline.Entry{
 				{ID: island.MemberID{}, Record: baseline.Record{Q: quant.State{X: 1<<53 - 1, Y: -(1<<53 - 1), Angle: -1, VX: 1, VY: 0, AngVel: math.MinInt32}}},
@@ -561,37 +561,37 @@ func v2GoldenCases(t testing.TB) []v2Case {
 	return out
 }
 
-// TestV2Golden compares every v2 golden datagram byte for byte with
+// TestWireGolden compares every v2 golden datagram byte for byte with
 // testdata/golden/v2/ (rewrite with -update and review the diff).
-func TestV2Golden(t *testing.T) {
+func TestWireGolden(t *testing.T) {
 	dir := filepath.Join(goldenDir, "v2")
-	for _, c := range v2GoldenCases(t) {
+	for _, c := range wireGoldenCases(t) {
 		for i, dg := range c.dgs {
 			name := fmt.Sprintf("%s.%02d", c.name, i)
-			if _, _, err := newV2World(t, Config{}).dec.Decode(dg); err != nil {
+			if _, _, err := newWireWorld(t, Config{}).dec.Decode(dg); err != nil {
 				t.Fatalf("%s: own output does not decode: %v", name, err)
 			}
-			checkGolden(t, filepath.Join(dir, name+".bin"), dg, describeV2(c.about, dg)+"\n"+hex.Dump(dg))
+			checkGolden(t, filepath.Join(dir, name+".bin"), dg, describeWire(c.about, dg)+"\n"+hex.Dump(dg))
 		}
 	}
 }
 
-// describeV2 is a golden's companion: what it encodes, then every field as
+// describeWire is a golden's companion: what it encodes, then every field as
 // a decoder reads it.
-func describeV2(about string, dg []byte) string {
-	dec, _ := NewV2Decoder(Config{})
+func describeWire(about string, dg []byte) string {
+	dec, _ := NewDecoder(Config{})
 	h, recs, err := dec.Decode(dg)
 	if err != nil {
 		return about + "\n\ndoes not decode: " + err.Error() + "\n"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nversion 3, packet %d, seq %d, time %d µs, sum %#08x, %d bytes\n", about, h.Packet, h.Seq, h.Time, h.Sum, len(dg))
-	if dg[V2HeaderSize] == byte(KindBatch) {
-		p := v2Parser{b: dg, off: V2HeaderSize + 1}
+	if dg[HeaderSize] == byte(KindBatch) {
+		p := parser{b: dg, off: HeaderSize + 1}
 		first, _ := p.uvarint("")
 		n, _ := p.uvarint("")
 		l, _ := p.uvarint("")
-		fmt.Fprintf(&b, "one batch record at offset %d: first island %d, %d islands, a stream of %d bytes at offset %d\n", V2HeaderSize, first, n, l, p.off)
+		fmt.Fprintf(&b, "one batch record at offset %d: first island %d, %d islands, a stream of %d bytes at offset %d\n", HeaderSize, first, n, l, p.off)
 	}
 	kinds := map[RecordKind]string{KindKey: "key", KindDelta: "delta", KindRun: "run", KindParity: "parity"}
 	for i, r := range recs {
@@ -633,12 +633,12 @@ func describeV2(about string, dg []byte) string {
 	return b.String()
 }
 
-// TestV2GoldensRestore: the goldens carry every baseline their deltas need.
+// TestWireGoldensRestore: the goldens carry every baseline their deltas need.
 // From the files alone, v2-key restores island 7's frame 100 and v2-delta
 // restores frame 102 against it; v2-small-base restores the 20 frames 7
 // and v2-small restores their frames 9 against them — every datagram's sum
 // checked, so each restores exactly what was encoded.
-func TestV2GoldensRestore(t *testing.T) {
+func TestWireGoldensRestore(t *testing.T) {
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(goldenDir, "v2", name+".bin"))
 		if err != nil {
@@ -646,7 +646,7 @@ func TestV2GoldensRestore(t *testing.T) {
 		}
 		return b
 	}
-	w := newV2World(t, Config{})
+	w := newWireWorld(t, Config{})
 	for _, pair := range [][2]string{{"v2-key.00", "v2-delta.00"}, {"v2-small-base.00", "v2-small.00"}} {
 		bases := w.receive([][]byte{read(pair[0])}, nil)
 		got := w.receive([][]byte{read(pair[1])}, bases)
@@ -656,24 +656,24 @@ func TestV2GoldensRestore(t *testing.T) {
 	}
 }
 
-// fixCheck rewrites a v2 datagram's check to match its bytes.
+// fixCheck rewrites a wire-3 datagram's check to match its bytes.
 func fixCheck(b []byte) []byte {
-	if len(b) >= V2HeaderSize {
-		binary.LittleEndian.PutUint32(b[checkAt:], v2Check(b))
+	if len(b) >= HeaderSize {
+		binary.LittleEndian.PutUint32(b[checkAt:], datagramCheck(b))
 	}
 	return b
 }
 
-// FuzzDecodeV2: any input decodes or fails with a typed error; what decodes
+// FuzzDecodeWire: any input decodes or fails with a typed error; what decodes
 // expands without panicking. The check is fixed up first, so that the
 // fuzzer explores the records rather than the checksum.
-func FuzzDecodeV2(f *testing.F) {
-	for _, c := range v2GoldenCases(f) {
+func FuzzDecodeWire(f *testing.F) {
+	for _, c := range wireGoldenCases(f) {
 		for _, dg := range c.dgs {
 			f.Add(dg)
 		}
 	}
-	dec, _ := NewV2Decoder(Config{MaxDatagram: MaxMaxDatagram})
+	dec, _ := NewDecoder(Config{MaxDatagram: MaxMaxDatagram})
 	base := &baseline.Table{}
 	var dst []baseline.Entry
 	baseOf := func(n int, class quant.Class) *baseline.Table {
@@ -731,15 +731,15 @@ func FuzzDecodeV2(f *testing.F) {
 	})
 }
 
-// BenchmarkV2Decode: decode and expand a 300-member chain delta (every
+// BenchmarkWireDecode: decode and expand a 300-member chain delta (every
 // member moved), per member.
-func BenchmarkV2Decode(b *testing.B) {
-	w := newV2World(b, Config{MaxDatagram: MaxMaxDatagram})
-	key := v2Frame(40, 300, 1, quant.Chain, 1)
+func BenchmarkWireDecode(b *testing.B) {
+	w := newWireWorld(b, Config{MaxDatagram: MaxMaxDatagram})
+	key := testFrame3(40, 300, 1, quant.Chain, 1)
 	base := frameTable(&key, 50_000)
-	f := v2Frame(40, 300, 2, quant.Chain, 1.3)
+	f := testFrame3(40, 300, 2, quant.Chain, 1.3)
 	w.enc.Begin(0, 2, 100_000)
-	if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
+	if err := w.enc.AddDelta(&f, &Ref{Base: base}); err != nil {
 		b.Fatal(err)
 	}
 	dg := bytes.Clone(w.enc.Datagrams()[0])
@@ -757,15 +757,15 @@ func BenchmarkV2Decode(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*300), "ns/member")
 }
 
-// TestV2DecodeAllocs: decoding and expanding in steady state allocates
+// TestWireDecodeAllocs: decoding and expanding in steady state allocates
 // nothing.
-func TestV2DecodeAllocs(t *testing.T) {
-	w := newV2World(t, Config{MaxDatagram: MaxMaxDatagram})
-	key := v2Frame(40, 300, 1, quant.Chain, 1)
+func TestWireDecodeAllocs(t *testing.T) {
+	w := newWireWorld(t, Config{MaxDatagram: MaxMaxDatagram})
+	key := testFrame3(40, 300, 1, quant.Chain, 1)
 	base := frameTable(&key, 50_000)
-	f := v2Frame(40, 300, 2, quant.Chain, 1.3)
+	f := testFrame3(40, 300, 2, quant.Chain, 1.3)
 	w.enc.Begin(0, 2, 100_000)
-	if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
+	if err := w.enc.AddDelta(&f, &Ref{Base: base}); err != nil {
 		t.Fatal(err)
 	}
 	dg := bytes.Clone(w.enc.Datagrams()[0])
@@ -781,15 +781,15 @@ func TestV2DecodeAllocs(t *testing.T) {
 	}
 }
 
-// TestV2Parity: a frame cut into three fragments with two parity records
+// TestWireParity: a frame cut into three fragments with two parity records
 // is restored from any three of its five records — data fragments rebuilt
 // from parity parse and expand to the very members sent.
-func TestV2Parity(t *testing.T) {
-	w := newV2World(t, Config{})
+func TestWireParity(t *testing.T) {
+	w := newWireWorld(t, Config{})
 	if err := w.enc.SetParity(2); err != nil {
 		t.Fatal(err)
 	}
-	f := v2Frame(40, 300, 7, quant.Chain, 2)
+	f := testFrame3(40, 300, 7, quant.Chain, 2)
 	w.enc.Begin(0, 7, 350_000)
 	if err := w.enc.AddKey(&f); err != nil {
 		t.Fatal(err)
@@ -849,11 +849,11 @@ func TestV2Parity(t *testing.T) {
 	}
 }
 
-// TestV2ParityMatchesDoc computes the parity of the v2-parity golden from
+// TestWireParityMatchesDoc computes the parity of the v2-parity golden from
 // the wire format's own definition — GF(2⁸) over 0x11d, the Vandermonde
 // matrix made systematic — with nothing from the Reed–Solomon library, and
 // finds the golden's parity shards.
-func TestV2ParityMatchesDoc(t *testing.T) {
+func TestWireParityMatchesDoc(t *testing.T) {
 	mul := func(a, b byte) byte {
 		var p byte
 		for b != 0 {
@@ -886,12 +886,12 @@ func TestV2ParityMatchesDoc(t *testing.T) {
 		return p
 	}
 	var dgs [][]byte
-	for _, c := range v2GoldenCases(t) {
+	for _, c := range wireGoldenCases(t) {
 		if c.name == "v2-parity" {
 			dgs = c.dgs
 		}
 	}
-	dec, _ := NewV2Decoder(Config{})
+	dec, _ := NewDecoder(Config{})
 	recs, par := splitParity(t, dec, dgs)
 	var data [][]byte
 	for i := range recs {
@@ -959,15 +959,15 @@ func TestV2ParityMatchesDoc(t *testing.T) {
 	}
 }
 
-// BenchmarkV2Parity: cutting a 300-member chain keyframe into fragments
+// BenchmarkWireParity: cutting a 300-member chain keyframe into fragments
 // without and with two parity records (encode, per member), and rebuilding
 // one lost data fragment from the others and a parity record (per rebuilt
 // fragment, standalone forms included).
-func BenchmarkV2Parity(b *testing.B) {
-	f := v2Frame(40, 300, 4, quant.Chain, 2)
+func BenchmarkWireParity(b *testing.B) {
+	f := testFrame3(40, 300, 4, quant.Chain, 2)
 	for _, m := range []int{0, 2} {
 		b.Run(fmt.Sprintf("encode/parity=%d", m), func(b *testing.B) {
-			w := newV2World(b, Config{})
+			w := newWireWorld(b, Config{})
 			if err := w.enc.SetParity(m); err != nil {
 				b.Fatal(err)
 			}
@@ -983,7 +983,7 @@ func BenchmarkV2Parity(b *testing.B) {
 		})
 	}
 	b.Run("rebuild", func(b *testing.B) {
-		w := newV2World(b, Config{})
+		w := newWireWorld(b, Config{})
 		_ = w.enc.SetParity(2)
 		w.enc.Begin(4, 4, 200_000)
 		if err := w.enc.AddKey(&f); err != nil {
@@ -1014,23 +1014,23 @@ func BenchmarkV2Parity(b *testing.B) {
 	})
 }
 
-// TestV2ParitySizes: seeded frames of many sizes, islands and datagram
+// TestWireParitySizes: seeded frames of many sizes, islands and datagram
 // caps, with 1–3 parity records: every datagram fits the cap, every data
 // fragment is within a few bytes of the others (even cut), and every
 // record decodes.
-func TestV2ParitySizes(t *testing.T) {
+func TestWireParitySizes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	protected := 0
 	for range 200 {
 		maxDg := MinMaxDatagram + rng.IntN(1400)
-		w := newV2World(t, Config{MaxDatagram: maxDg})
+		w := newWireWorld(t, Config{MaxDatagram: maxDg})
 		m := 1 + rng.IntN(3)
 		if err := w.enc.SetParity(m); err != nil {
 			t.Fatal(err)
 		}
 		isl := []uint32{1, 200, 70_000, math.MaxUint32}[rng.IntN(4)]
 		n := 20 + rng.IntN(600)
-		f := v2Frame(isl, n, 5, quant.Class(rng.IntN(3)), rng.Float64()*100)
+		f := testFrame3(isl, n, 5, quant.Class(rng.IntN(3)), rng.Float64()*100)
 		w.enc.Begin(0, 5, 250_000)
 		if err := w.enc.AddKey(&f); err != nil {
 			continue // too many fragments for the cap: refused, not cut wrong
@@ -1068,16 +1068,16 @@ func TestV2ParitySizes(t *testing.T) {
 	}
 }
 
-// TestV2EncodeAllocs: once warm, cutting a 300-member frame into fragments
+// TestWireEncodeAllocs: once warm, cutting a 300-member frame into fragments
 // allocates nothing; with parity, only the Reed–Solomon library's one
 // working array per frame.
-func TestV2EncodeAllocs(t *testing.T) {
-	f := v2Frame(40, 300, 4, quant.Chain, 2)
+func TestWireEncodeAllocs(t *testing.T) {
+	f := testFrame3(40, 300, 4, quant.Chain, 2)
 	for _, c := range []struct {
 		parity int
 		allocs float64
 	}{{0, 0}, {2, 1}} {
-		w := newV2World(t, Config{})
+		w := newWireWorld(t, Config{})
 		_ = w.enc.SetParity(c.parity)
 		step := func() {
 			w.enc.Begin(4, 4, 200_000)
@@ -1095,13 +1095,13 @@ func TestV2EncodeAllocs(t *testing.T) {
 	}
 }
 
-// TestV2Islands: the islands the encoder reports for each datagram are
+// TestWireIslands: the islands the encoder reports for each datagram are
 // what a decoder finds in it — every record's island, a run's and a gap
 // delta's every covered one — over every golden case (runs, gap deltas,
 // fragments, parity records, the largest island id).
-func TestV2Islands(t *testing.T) {
-	dec, _ := NewV2Decoder(Config{})
-	for _, c := range v2GoldenCases(t) {
+func TestWireIslands(t *testing.T) {
+	dec, _ := NewDecoder(Config{})
+	for _, c := range wireGoldenCases(t) {
 		for i, dg := range c.dgs {
 			_, recs, err := dec.Decode(dg)
 			if err != nil {
@@ -1131,7 +1131,7 @@ func TestV2Islands(t *testing.T) {
 // from the stack (8 members or fewer) and streamed alike.
 func TestQuantRecords(t *testing.T) {
 	for _, n := range []int{1, 8, 9, 40} {
-		f := v2Frame(40, n, 2, quant.Chain, 1.3)
+		f := testFrame3(40, n, 2, quant.Chain, 1.3)
 		b := AppendQuantRecords([]byte("head"), f.Members)
 		if string(b[:4]) != "head" || len(b) != 4+n*MemberSize {
 			t.Fatalf("%d members: %d bytes", n, len(b))
@@ -1158,30 +1158,30 @@ func TestQuantRecords(t *testing.T) {
 	}
 }
 
-// TestV2DecoderParseStandalone: a delta fragment rebuilt from parity and
+// TestWireDecoderParseStandalone: a delta fragment rebuilt from parity and
 // parsed by the decoder between two Decode calls restores the members sent,
 // as ParseStandalone's record does, and leaves the records of the last
 // Decode as they were.
-func TestV2DecoderParseStandalone(t *testing.T) {
-	w := newV2World(t, Config{})
+func TestWireDecoderParseStandalone(t *testing.T) {
+	w := newWireWorld(t, Config{})
 	if err := w.enc.SetParity(2); err != nil {
 		t.Fatal(err)
 	}
-	key := v2Frame(40, 300, 1, quant.Chain, 1)
+	key := testFrame3(40, 300, 1, quant.Chain, 1)
 	base := frameTable(&key, 50_000)
-	g := v2Frame(40, 300, 2, quant.Chain, 1.3)
+	g := testFrame3(40, 300, 2, quant.Chain, 1.3)
 	for i := range g.Members { // residuals that differ from member to member
 		g.Members[i].Q.X += int64(i*7919%211) - 100
 		g.Members[i].Q.Y += int64(i*104729%97) - 40
 		g.Members[i].Q.Angle -= int64(i * 15485863 % 61)
 	}
 	w.enc.Begin(0, 2, 100_000)
-	if err := w.enc.AddDelta(&g, &V2Ref{Base: base}); err != nil {
+	if err := w.enc.AddDelta(&g, &Ref{Base: base}); err != nil {
 		t.Fatal(err)
 	}
 	dgs := cloneAll(w.enc.Datagrams())
 	// fragment decodes datagram i and returns its delta fragment record.
-	fragment := func(i int) (island.Time, V2Record) {
+	fragment := func(i int) (island.Time, Record) {
 		h, recs, err := w.dec.Decode(dgs[i])
 		if err != nil {
 			t.Fatal(err)
@@ -1192,9 +1192,9 @@ func TestV2DecoderParseStandalone(t *testing.T) {
 			}
 		}
 		t.Fatalf("datagram %d carries no delta fragment", i)
-		return 0, V2Record{}
+		return 0, Record{}
 	}
-	check := func(what string, r *V2Record, tm island.Time) {
+	check := func(what string, r *Record, tm island.Time) {
 		t.Helper()
 		got, err := r.ExpandDelta(nil, base, tm)
 		if err != nil || len(got) != r.N {
@@ -1226,17 +1226,17 @@ func TestV2DecoderParseStandalone(t *testing.T) {
 	check("ParseStandalone", &alone, t1)
 }
 
-// TestV2ClassMustMatchBaseline: a delta whose class bits differ from its
+// TestWireClassMustMatchBaseline: a delta whose class bits differ from its
 // baseline's class is malformed — the residuals would be read at another
 // precision than they were coded at.
-func TestV2ClassMustMatchBaseline(t *testing.T) {
-	w := newV2World(t, Config{})
-	f := v2Frame(7, 3, 102, quant.Rigid, 1)
+func TestWireClassMustMatchBaseline(t *testing.T) {
+	w := newWireWorld(t, Config{})
+	f := testFrame3(7, 3, 102, quant.Rigid, 1)
 	base := frameTable(&f, 1_500_000)
 	base.ID = 100
 	f.Members[1].Q.X += 20
 	w.enc.Begin(42, 102, 1_600_000)
-	if err := w.enc.AddDelta(&f, &V2Ref{Base: base}); err != nil {
+	if err := w.enc.AddDelta(&f, &Ref{Base: base}); err != nil {
 		t.Fatal(err)
 	}
 	_, recs, err := w.dec.Decode(w.enc.Datagrams()[0])
@@ -1257,7 +1257,7 @@ func TestV2ClassMustMatchBaseline(t *testing.T) {
 // (up to 8 members) and streamed (more).
 func TestFrameSumMatchesDefinition(t *testing.T) {
 	for _, n := range []int{0, 1, 8, 9, 40} {
-		f := v2Frame(77, n, 12, quant.Chain, 3)
+		f := testFrame3(77, n, 12, quant.Chain, 3)
 		key := f.Key
 		var b []byte
 		for _, v := range []uint32{key.Island, uint32(f.Sender), key.Epoch, key.Topology, key.Config, key.Seq} {
@@ -1279,7 +1279,7 @@ func TestFrameSumMatchesDefinition(t *testing.T) {
 			t.Errorf("%d members: %#x, the definition gives %#x", n, got, want)
 		}
 	}
-	small, big := v2Frame(1, 3, 1, quant.Rigid, 0), v2Frame(2, 30, 1, quant.Rigid, 0)
+	small, big := testFrame3(1, 3, 1, quant.Rigid, 0), testFrame3(2, 30, 1, quant.Rigid, 0)
 	if a := testing.AllocsPerRun(100, func() {
 		_ = FrameSum(small.Sender, small.Key, 0, 0, 0, quant.Rigid, small.Members)
 		_ = FrameSum(big.Sender, big.Key, 0, 0, 0, quant.Rigid, big.Members)

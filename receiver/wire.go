@@ -12,14 +12,14 @@ import (
 	"github.com/islandsync/islandsync/validator"
 )
 
-// v2Island is one island's decode baselines (wire 3): the frames it
+// islandBases is one island's decode baselines (wire 3): the frames it
 // committed within the window of broadcasts both ends keep to.
-type v2Island struct {
+type islandBases struct {
 	kept baseline.Kept
 }
 
-// V2Stats counts what the wire-3 path did.
-type V2Stats struct {
+// WireStats counts what the wire-3 path did.
+type WireStats struct {
 	Records    uint64 // records expanded (a run counts each island)
 	Keyframes  uint64 // key records
 	Stored     uint64 // frames kept as baselines
@@ -30,15 +30,15 @@ type V2Stats struct {
 	Unknown    uint64 // records of islands without a manifest
 }
 
-func (r *Receiver) v2island(id uint32) *v2Island {
-	if s := r.v2[id]; s != nil {
+func (r *Receiver) islandOf(id uint32) *islandBases {
+	if s := r.bases[id]; s != nil {
 		return s
 	}
 	if _, known := slices.BinarySearch(r.known, id); !known {
 		return nil
 	}
-	s := &v2Island{}
-	r.v2[id] = s
+	s := &islandBases{}
+	r.bases[id] = s
 	return s
 }
 
@@ -49,7 +49,7 @@ func (r *Receiver) requestKey(id uint32) {
 	}
 }
 
-// datagramV2 expands every record of a wire-3 datagram to its members and
+// quantDatagram expands every record of a wire-3 datagram to its members and
 // commits them: the whole frames together, once the datagram's sum proves
 // each was restored from the very baseline and bytes the authority coded
 // it from; a fragment through reassembly first, as in version 1, checked
@@ -59,7 +59,7 @@ func (r *Receiver) requestKey(id uint32) {
 // then held. A datagram whose whole frames cannot all be restored (a
 // baseline not held) or do not match its sum commits none of them and is
 // not confirmed.
-func (r *Receiver) datagramV2(now int64, b []byte) {
+func (r *Receiver) quantDatagram(now int64, b []byte) {
 	h, recs, err := r.dec2.Decode(b)
 	if err != nil {
 		r.stats.Decode.add(err)
@@ -75,14 +75,14 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 		rec := &recs[i]
 		switch rec.Kind {
 		case codec.KindRun:
-			r.v2Run(now, h, rec, rec.Island, rec.Count)
+			r.restoreRun(now, h, rec, rec.Island, rec.Count)
 		case codec.KindDelta:
-			r.v2Delta(now, h, rec)
+			r.restoreDelta(now, h, rec)
 			if rec.Fragments > 1 {
 				r.rebuilt(now, h, r.asm.ParityData(now, h.Seq, rec))
 			}
 		case codec.KindKey:
-			r.v2KeyRecord(now, h, rec)
+			r.restoreKey(now, h, rec)
 			if rec.Fragments > 1 {
 				r.rebuilt(now, h, r.asm.ParityData(now, h.Seq, rec))
 			}
@@ -94,10 +94,10 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 	case r.wholeBad:
 		// Some whole frame could not be restored (and asked for its
 		// keyframe): the sum cannot be checked, so none commits.
-		r.stats.V2.Unverified++
+		r.stats.Wire.Unverified++
 		return
 	case r.wsum.Sum32() != h.Sum:
-		r.stats.V2.Digest++
+		r.stats.Wire.Digest++
 		for i := range r.whole {
 			r.requestKey(r.whole[i].info.Key.Island)
 		}
@@ -120,13 +120,13 @@ func (r *Receiver) datagramV2(now int64, b []byte) {
 // rebuilt takes on the fragments the assembler rebuilt from parity, as if
 // they had arrived in the datagram of header h (every datagram of a frame
 // carries its seq and time).
-func (r *Receiver) rebuilt(now int64, h codec.V2Header, recs []codec.V2Record) {
+func (r *Receiver) rebuilt(now int64, h codec.Header, recs []codec.Record) {
 	for i := range recs {
 		switch recs[i].Kind {
 		case codec.KindKey:
-			r.v2KeyRecord(now, h, &recs[i])
+			r.restoreKey(now, h, &recs[i])
 		case codec.KindDelta:
-			r.v2Delta(now, h, &recs[i])
+			r.restoreDelta(now, h, &recs[i])
 		}
 	}
 }
@@ -138,14 +138,14 @@ func (r *Receiver) rebuilt(now int64, h codec.V2Header, recs []codec.V2Record) {
 // datagram that was lost — and confirming it would have the authority take
 // that lost datagram's frames for held.
 func (r *Receiver) refuse() {
-	r.stats.V2.Refused++
+	r.stats.Wire.Refused++
 	r.dgRefused = true
 }
 
 // wholeFrame is a whole frame of the datagram being received, restored and
 // waiting for the datagram's sum: its members are wents[off : off+n].
 type wholeFrame struct {
-	s      *v2Island
+	s      *islandBases
 	info   baseline.FrameInfo
 	flags  island.Flags
 	off, n int
@@ -153,7 +153,7 @@ type wholeFrame struct {
 
 // stageWhole keeps a restored whole frame for the datagram's commit and
 // adds its sum to the datagram's.
-func (r *Receiver) stageWhole(s *v2Island, info baseline.FrameInfo, flags island.Flags, ents []baseline.Entry) {
+func (r *Receiver) stageWhole(s *islandBases, info baseline.FrameInfo, flags island.Flags, ents []baseline.Entry) {
 	off := len(r.wents)
 	r.wents = append(r.wents, ents...)
 	r.whole = append(r.whole, wholeFrame{s: s, info: info, flags: flags, off: off, n: len(ents)})
@@ -170,60 +170,60 @@ func (r *Receiver) pruneSome() {
 		if r.pruneAt >= len(r.known) {
 			r.pruneAt = 0
 		}
-		if s := r.v2[r.known[r.pruneAt]]; s != nil {
+		if s := r.bases[r.known[r.pruneAt]]; s != nil {
 			s.kept.Prune(r.newestSeq)
 		}
 		r.pruneAt++
 	}
 }
 
-// v2KeyRecord expands a key record (or fragment) and pushes it.
-func (r *Receiver) v2KeyRecord(now int64, h codec.V2Header, rec *codec.V2Record) {
-	r.stats.V2.Records++
-	r.stats.V2.Keyframes++
+// restoreKey expands a key record (or fragment) and pushes it.
+func (r *Receiver) restoreKey(now int64, h codec.Header, rec *codec.Record) {
+	r.stats.Wire.Records++
+	r.stats.Wire.Keyframes++
 	r.ents = rec.ExpandKey(r.ents, h.Time)
 	info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
 		Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
-	r.v2Push(now, r.v2island(rec.Island), rec, info, r.ents)
+	r.takeRestored(now, r.islandOf(rec.Island), rec, info, r.ents)
 }
 
 // base looks up island id's state and the baseline a record names,
 // counting and asking for a keyframe when it is not held.
-func (r *Receiver) base(h codec.V2Header, rec *codec.V2Record, id uint32) (*v2Island, *baseline.Table) {
-	s := r.v2island(id)
+func (r *Receiver) base(h codec.Header, rec *codec.Record, id uint32) (*islandBases, *baseline.Table) {
+	s := r.islandOf(id)
 	if s == nil {
-		r.stats.V2.Unknown++
+		r.stats.Wire.Unknown++
 		return nil, nil
 	}
 	if t := s.kept.Find(h.Seq - rec.Lag); t != nil {
 		return s, t
 	}
-	r.stats.V2.NoBaseline++
+	r.stats.Wire.NoBaseline++
 	r.requestKey(id)
 	return nil, nil
 }
 
-// v2Run restores the n islands from first on that a run
+// restoreRun restores the n islands from first on that a run
 // covers. Only islands with a manifest are visited — a run may name up to
 // 2³² − 1 islands, and walking them all would let one datagram hold the
 // receiver for minutes; the others are counted as unknown at once.
-func (r *Receiver) v2Run(now int64, h codec.V2Header, rec *codec.V2Record, first, n uint32) {
+func (r *Receiver) restoreRun(now int64, h codec.Header, rec *codec.Record, first, n uint32) {
 	end := uint64(first) + uint64(n)
 	visited := uint64(0)
 	i, _ := slices.BinarySearch(r.known, first)
 	for ; i < len(r.known) && uint64(r.known[i]) < end; i++ {
-		r.v2Predicted(now, h, rec, r.known[i])
+		r.restorePredicted(now, h, rec, r.known[i])
 		visited++
 	}
-	r.stats.V2.Records += uint64(n) - visited
-	r.stats.V2.Unknown += uint64(n) - visited
+	r.stats.Wire.Records += uint64(n) - visited
+	r.stats.Wire.Unknown += uint64(n) - visited
 	if visited < uint64(n) {
 		r.wholeBad = true // islands this receiver cannot restore: the sum cannot be checked
 	}
 }
 
-func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record, id uint32) {
-	r.stats.V2.Records++
+func (r *Receiver) restorePredicted(now int64, h codec.Header, rec *codec.Record, id uint32) {
+	r.stats.Wire.Records++
 	s, base := r.base(h, rec, id)
 	if base == nil {
 		r.wholeBad = true
@@ -241,8 +241,8 @@ func (r *Receiver) v2Predicted(now int64, h codec.V2Header, rec *codec.V2Record,
 	r.stageWhole(s, info, 0, r.ents)
 }
 
-func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
-	r.stats.V2.Records++
+func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record) {
+	r.stats.Wire.Records++
 	s, base := r.base(h, rec, rec.Island)
 	if base == nil {
 		if rec.Fragments == 1 {
@@ -262,28 +262,28 @@ func (r *Receiver) v2Delta(now int64, h codec.V2Header, rec *codec.V2Record) {
 	}
 	info := base.Frame
 	info.Key.Seq, info.Time = h.Seq, h.Time
-	r.v2Push(now, s, rec, info, ents)
+	r.takeRestored(now, s, rec, info, ents)
 }
 
-// v2Push takes restored members on. A whole record needs no assembly: it
+// takeRestored takes restored members on. A whole record needs no assembly: it
 // waits, with its datagram's other whole frames, for the datagram's sum
-// (datagramV2), and its members then go to the validator as they are. A
+// (quantDatagram), and its members then go to the validator as they are. A
 // fragment goes to the assembler as restored integers, carrying the frame's
-// sum as its digest (v2Fragment). s is the island's state, nil when the
+// sum as its digest (pushFragment). s is the island's state, nil when the
 // island is not known (the validator then refuses the frame).
-func (r *Receiver) v2Push(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry) {
+func (r *Receiver) takeRestored(now int64, s *islandBases, rec *codec.Record, info baseline.FrameInfo, ents []baseline.Entry) {
 	r.ents = ents
 	if rec.Fragments == 1 {
 		r.stageWhole(s, info, rec.Flags, ents)
 		return
 	}
-	r.v2Fragment(now, s, rec, info, ents)
+	r.pushFragment(now, s, rec, info, ents)
 }
 
 // baselineOrRefuse keeps a frame that passed validation as a baseline of
 // its island, and asks for a keyframe of one that did not: either way, the
 // confirmation of its datagram tells the authority the truth.
-func (r *Receiver) baselineOrRefuse(validated bool, s *v2Island, info baseline.FrameInfo, ents []baseline.Entry) {
+func (r *Receiver) baselineOrRefuse(validated bool, s *islandBases, info baseline.FrameInfo, ents []baseline.Entry) {
 	if validated && s != nil {
 		r.keepBaseline(s, info, ents)
 		return
@@ -292,12 +292,12 @@ func (r *Receiver) baselineOrRefuse(validated bool, s *v2Island, info baseline.F
 	r.requestKey(info.Key.Island)
 }
 
-// v2Fragment pushes one fragment of a frame cut into several, as restored
+// pushFragment pushes one fragment of a frame cut into several, as restored
 // integers, to the assembler; the frame it completes is validated and
 // committed, and kept as a baseline from the very integers its sum was
-// checked over. v2Push's path for fragments, apart so that the whole-record
+// checked over. takeRestored's path for fragments, apart so that the whole-record
 // path, taken for every island of every broadcast, stays small.
-func (r *Receiver) v2Fragment(now int64, s *v2Island, rec *codec.V2Record, info baseline.FrameInfo, ents []baseline.Entry) {
+func (r *Receiver) pushFragment(now int64, s *islandBases, rec *codec.Record, info baseline.FrameInfo, ents []baseline.Entry) {
 	hdr := codec.FragmentHeader{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
 		Flags: rec.Flags, TotalMembers: uint32(rec.Total), Index: uint16(rec.Index), Count: uint16(rec.Fragments),
 		FirstMember: uint32(rec.First), MemberCount: uint16(rec.N), Digest: rec.Digest,
@@ -346,12 +346,12 @@ func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island
 // island, and lets go of those the window no longer keeps. The members are
 // copied into a table the island recycled, whose storage fits them once
 // warm: steady state allocates nothing.
-func (r *Receiver) keepBaseline(s *v2Island, info baseline.FrameInfo, ents []baseline.Entry) {
+func (r *Receiver) keepBaseline(s *islandBases, info baseline.FrameInfo, ents []baseline.Entry) {
 	t := s.kept.NewTable()
 	t.ID, t.Frame = info.Key.Seq, info
 	t.Entries = append(t.Entries[:0], ents...)
 	if s.kept.Keep(t, r.newestSeq) {
-		r.stats.V2.Stored++
+		r.stats.Wire.Stored++
 	}
 }
 

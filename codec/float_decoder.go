@@ -25,25 +25,25 @@ func ParseDatagramHeader(b []byte) (int, int, error) {
 	return int(b[5]), DatagramHeaderSize, nil
 }
 
-// Decoder decodes datagrams into storage it owns and reuses, so steady-state
-// decoding does not allocate. A Decoder is not safe for concurrent use; use one
+// FloatDecoder decodes datagrams into storage it owns and reuses, so steady-state
+// decoding does not allocate. A FloatDecoder is not safe for concurrent use; use one
 // per receive loop.
-type Decoder struct {
+type FloatDecoder struct {
 	cfg   Config
 	frags []Fragment
 }
 
-// NewDecoder returns a decoder enforcing cfg (zero fields mean defaults).
-func NewDecoder(cfg Config) (*Decoder, error) {
+// NewFloatDecoder returns a decoder enforcing cfg (zero fields mean defaults).
+func NewFloatDecoder(cfg Config) (*FloatDecoder, error) {
 	c, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &Decoder{cfg: c}, nil
+	return &FloatDecoder{cfg: c}, nil
 }
 
 // Config returns the decoder's limits with defaults applied.
-func (d *Decoder) Config() Config { return d.cfg }
+func (d *FloatDecoder) Config() Config { return d.cfg }
 
 // Decode parses and checks one whole datagram. On success it returns its
 // fragments in wire order. The returned slice is the decoder's and stays valid
@@ -54,7 +54,7 @@ func (d *Decoder) Config() Config { return d.cfg }
 // Decode is total: any input yields fragments or an error, never a panic, and
 // nothing is sized from a length the input claims before that length is
 // checked against the bytes actually present.
-func (d *Decoder) Decode(b []byte) ([]Fragment, error) {
+func (d *FloatDecoder) Decode(b []byte) ([]Fragment, error) {
 	if len(b) > d.cfg.MaxDatagram {
 		return nil, fail(ErrLimit, d.cfg.MaxDatagram, "datagram size")
 	}

@@ -167,7 +167,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		if trial%2 == 0 {
 			size = DefaultMaxDatagram
 		}
-		w := newV2World(t, Config{MaxDatagram: size})
+		w := newWireWorld(t, Config{MaxDatagram: size})
 		if err := w.enc.SetParity(rng.IntN(3)); err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		now := island.Time(seq) * 50_000
 		w.enc.Begin(rng.Uint32(), seq, now)
 		bases := map[uint32]*baseline.Table{}
-		sent := map[uint32]V2Frame{}
+		sent := map[uint32]Frame{}
 		isl := uint32(rng.IntN(5))
 		for range 1 + rng.IntN(400) {
 			isl += 1 + uint32(rng.IntN(3)*rng.IntN(3)*rng.IntN(40))
@@ -187,7 +187,7 @@ func TestBatchRoundTrip(t *testing.T) {
 				n = 100 + rng.IntN(300)
 			}
 			class := quant.Class(rng.IntN(3))
-			f := V2Frame{Sender: island.SenderID(rng.IntN(3)), Key: island.Key{Island: isl, Epoch: 1 + uint32(rng.IntN(2)), Topology: 3, Config: 4, Seq: seq},
+			f := Frame{Sender: island.SenderID(rng.IntN(3)), Key: island.Key{Island: isl, Epoch: 1 + uint32(rng.IntN(2)), Topology: 3, Config: 4, Seq: seq},
 				Segment: uint32(rng.IntN(2)), Class: class}
 			if rng.IntN(8) == 0 {
 				f.Flags = island.Flags(rng.IntN(4)) & island.KnownFlags
@@ -217,7 +217,7 @@ func TestBatchRoundTrip(t *testing.T) {
 				m.Time, m.Segment = bt.Frame.Time, f.Segment
 				bt.Entries = append(bt.Entries, m)
 			}
-			cur := V2Frame{Sender: f.Sender, Key: f.Key, Segment: f.Segment, Flags: f.Flags, Class: class}
+			cur := Frame{Sender: f.Sender, Key: f.Key, Segment: f.Segment, Flags: f.Flags, Class: class}
 			for _, m := range bt.Entries {
 				e := baseline.Entry{ID: m.ID}
 				e.Q = m.Q
@@ -234,7 +234,7 @@ func TestBatchRoundTrip(t *testing.T) {
 				}
 				cur.Members = append(cur.Members, e)
 			}
-			if err := w.enc.AddDelta(&cur, &V2Ref{Base: bt}); err != nil {
+			if err := w.enc.AddDelta(&cur, &Ref{Base: bt}); err != nil {
 				t.Fatal(err)
 			}
 			bases[isl] = bt
@@ -282,7 +282,7 @@ func FuzzBatchRoundTrip(f *testing.F) {
 		if len(b) == 0 {
 			return
 		}
-		w := newV2World(t, Config{})
+		w := newWireWorld(t, Config{})
 		const seq, now = 9, 450_000
 		w.enc.Begin(1, seq, now)
 		at := 0
@@ -296,12 +296,12 @@ func FuzzBatchRoundTrip(f *testing.F) {
 			return x >> (uint(v[0]) % 64)
 		}
 		bases := map[uint32]*baseline.Table{}
-		sent := map[uint32]V2Frame{}
+		sent := map[uint32]Frame{}
 		isl := uint32(0)
 		for range 1 + len(b)/8 {
 			isl += 1 + uint32(b[at%len(b)]%4)
 			n := 1 + int(b[(at+1)%len(b)]%4)
-			fr := V2Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Seq: seq}, Class: quant.Class(b[at%len(b)] % 3)}
+			fr := Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Seq: seq}, Class: quant.Class(b[at%len(b)] % 3)}
 			bt := &baseline.Table{ID: seq - 1, Frame: baseline.FrameInfo{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Seq: seq - 1}, Time: now - 50_000, Class: fr.Class}}
 			for m := range n {
 				e := baseline.Entry{ID: island.MemberID{Stable: uint64(next()), Generation: uint32(m)}}
@@ -315,7 +315,7 @@ func FuzzBatchRoundTrip(f *testing.F) {
 			if b[at%len(b)]%3 == 0 {
 				err = w.enc.AddKey(&fr)
 			} else {
-				err = w.enc.AddDelta(&fr, &V2Ref{Base: bt})
+				err = w.enc.AddDelta(&fr, &Ref{Base: bt})
 				bases[isl] = bt
 			}
 			if err != nil {
@@ -342,11 +342,11 @@ func FuzzBatchRoundTrip(f *testing.F) {
 // small islands — predicted, deltas and keyframes over several datagrams,
 // batch records filled and taken back at their ends — allocates nothing.
 func TestBatchAllocs(t *testing.T) {
-	w := newV2World(t, Config{})
-	var keys, deltas []V2Frame
+	w := newWireWorld(t, Config{})
+	var keys, deltas []Frame
 	var bases []*baseline.Table
 	for isl := uint32(1); isl <= 900; isl++ {
-		f := v2Frame(isl, 1, 9, quant.Rigid, float64(isl%7))
+		f := testFrame3(isl, 1, 9, quant.Rigid, float64(isl%7))
 		bt := frameTable(&f, 350_000)
 		bt.ID = 7
 		bt.Frame.Key.Seq = 7
@@ -370,7 +370,7 @@ func TestBatchAllocs(t *testing.T) {
 				err = w.enc.AddKey(&keys[k])
 				k++
 			} else {
-				err = w.enc.AddDelta(&deltas[d], &V2Ref{Base: bases[d]})
+				err = w.enc.AddDelta(&deltas[d], &Ref{Base: bases[d]})
 				d++
 			}
 			if err != nil {
@@ -406,7 +406,7 @@ func TestBatchAllocs(t *testing.T) {
 // then one that is nothing like them, deltas and keyframes in turn.
 func TestWorstBytesBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	e, _ := NewV2Encoder(Config{})
+	e, _ := NewEncoder(Config{})
 	b := &e.bat
 	b.st.reset()
 	b.rc.reset(nil)
