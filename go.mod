@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/bits-and-blooms/bitset v1.29.0
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/jakecoffman/cp/v2 v2.4.0
 	github.com/klauspost/reedsolomon v1.14.2
 	github.com/prometheus/client_golang v1.25.0
@@ -23,6 +24,7 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect

@@ -9,36 +9,6 @@ import (
 	"github.com/islandsync/islandsync/validator"
 )
 
-// TestSegmentSeed is a fixed input of (tick, segment, position):
-// (100,0,0) (102,0,2) (104,1,102) (106,1,104). At 101.5 the island
-// interpolates to 1.50; at 103 the bracketing frames are in different
-// segments, so it shows the right frame, 102, with mode SegmentCut — a naive
-// interpolation would invent 52.
-func TestSegmentSeed(t *testing.T) {
-	w := newWorld(t, 3, Config{})
-	const tick = 1000 // µs per tick
-	for _, s := range []struct {
-		tick int64
-		seg  uint32
-		x    float64
-	}{{100, 0, 0}, {102, 0, 2}, {104, 1, 102}, {106, 1, 104}} {
-		w.commit(t, 0, w.frame(island.Time(s.tick*tick), s.seg, func(i int) island.State { return island.State{X: s.x, Y: float64(i)} }))
-	}
-	v := w.s.Evaluate(7, 101_500, 0, 1)
-	if v.Mode != Interpolate || !v.ValidAtR || math.Abs(v.Poses[0].X-1.5) > 1e-12 || v.Segment != 0 {
-		t.Fatalf("at 101.5: %v x=%v", v.Mode, v.Poses[0].X)
-	}
-	v = w.s.Evaluate(7, 103_000, 0, 1)
-	if v.Mode != SegmentCut || v.Poses[0].X != 102 || v.Segment != 1 {
-		t.Fatalf("at 103: %v x=%v", v.Mode, v.Poses[0].X)
-	}
-	for i, p := range v.Poses {
-		if p.X != 102 || p.Y != float64(i) {
-			t.Fatalf("member %d not from the right frame: %+v", i, p)
-		}
-	}
-}
-
 func TestModes(t *testing.T) {
 	w := newWorld(t, 2, Config{ExtrapolationCap: 100_000})
 	st := func(x, vx float64) func(int) island.State {
