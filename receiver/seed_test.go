@@ -65,15 +65,24 @@ func newSeedRig(t *testing.T) *seedRig {
 // delivered.
 func (r *seedRig) broadcast(at island.Time, xs map[uint32]int64) []byte {
 	r.t.Helper()
+	for _, d := range r.withhold(at, xs) {
+		r.dgs[r.seq] = append(r.dgs[r.seq], d)
+		r.rx.Datagram(r.now, d)
+	}
+	return r.rx.Feedback(nil)
+}
+
+// withhold is broadcast with the datagrams kept back: the control stream
+// is delivered, the datagrams are returned for the test to deliver later.
+func (r *seedRig) withhold(at island.Time, xs map[uint32]int64) [][]byte {
+	r.t.Helper()
 	r.seq++
 	var frames []*island.Frame
 	for _, isl := range []uint32{seedA, seedB, seedC} {
-		x, ok := xs[isl]
-		if !ok {
-			continue
+		if x, ok := xs[isl]; ok {
+			frames = append(frames, &island.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 1, Config: 1, Seq: r.seq},
+				Time: at, Members: []island.Member{{ID: island.MemberID{Stable: uint64(100 + isl)}, State: island.State{X: float64(x) * posUnit}}}})
 		}
-		frames = append(frames, &island.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 1, Config: 1, Seq: r.seq},
-			Time: at, Members: []island.Member{{ID: island.MemberID{Stable: uint64(100 + isl)}, State: island.State{X: float64(x) * posUnit}}}})
 	}
 	r.bc.Frames(frames)
 	ctl, dgs := r.bc.Take(1, nil, nil)
@@ -81,11 +90,11 @@ func (r *seedRig) broadcast(at island.Time, xs map[uint32]int64) []byte {
 	if _, err := r.rx.ControlBytes(r.now, ctl); err != nil {
 		r.t.Fatal(err)
 	}
+	var out [][]byte
 	for _, d := range dgs {
-		r.dgs[r.seq] = append(r.dgs[r.seq], d.Bytes)
-		r.rx.Datagram(r.now, d.Bytes)
+		out = append(out, append([]byte(nil), d.Bytes...))
 	}
-	return r.rx.Feedback(nil)
+	return out
 }
 
 func (r *seedRig) feedBack(fb []byte) {
@@ -503,5 +512,104 @@ func TestWaitingIsNotReady(t *testing.T) {
 	}
 	if r.rx.ViewReady() {
 		t.Fatal("ready while the clock is Waiting")
+	}
+}
+
+// viewOf returns island isl's view in views.
+func viewOf(views []IslandView, isl uint32) (IslandView, bool) {
+	for _, v := range views {
+		if v.Island == isl {
+			return v, true
+		}
+	}
+	return IslandView{}, false
+}
+
+// TestSeedSparseIsland is the design notes' low-rate entity, on the wire
+// path: A is sent every 50 ms, B only at 1.00 s and then not for 500 ms.
+// Rendered every 10 ms, B is valid while r is within the 100 ms
+// extrapolation cap of 1.00 s, and from then on Stale, held at its 1.10 s
+// pose (sample time 1.10 s) however many of A's frames arrive; A stays
+// valid throughout. When B's 1.50 s frame arrives with r still before
+// 1.50 s, B interpolates between 1.00 and 1.50 s and is valid again. Every
+// render's r, B's sample time and validity are checked, and the view is
+// ready exactly when B is valid.
+func TestSeedSparseIsland(t *testing.T) {
+	for _, lateB := range []bool{false, true} {
+		r := newSeedRig(t)
+		for r.seq < 20 { // 0.05 … 1.00 s: A and B every 50 ms
+			at := island.Time(r.seq+1) * 50_000
+			r.feedBack(r.broadcast(at, map[uint32]int64{seedA: int64(at / 100), seedB: 5000, seedC: 1}))
+			r.rx.Render(r.now)
+		}
+		var validB, staleB int
+		var lastR island.Time
+		check := func(bArrived island.Time) {
+			for range 5 { // render every 10 ms until the next broadcast
+				r.now += 10_000
+				views := r.rx.Render(r.now)
+				a, okA := viewOf(views, seedA)
+				b, okB := viewOf(views, seedB)
+				if !okA || !okB || !a.ValidAtR {
+					t.Fatalf("r %d: A %+v, B %+v", a.R, a, b)
+				}
+				if b.R < lastR {
+					t.Fatalf("r went back from %d to %d", lastR, b.R)
+				}
+				lastR = b.R
+				switch {
+				case bArrived > 0 && b.R <= bArrived && b.R >= 1_000_000:
+					if b.Mode != store.Interpolate || !b.ValidAtR || b.SampleTime != b.R {
+						t.Fatalf("r %d, B's 1.50 s frame in: %v valid %v sample %d", b.R, b.Mode, b.ValidAtR, b.SampleTime)
+					}
+					validB++
+				case b.R-1_000_000 <= 100_000 && bArrived == 0:
+					if !b.ValidAtR || b.SampleTime != b.R {
+						t.Fatalf("r %d, 100 ms or less past B's frame: %v valid %v sample %d", b.R, b.Mode, b.ValidAtR, b.SampleTime)
+					}
+					validB++
+				case bArrived == 0 || b.R-bArrived > 100_000:
+					if b.Mode != store.Stale || b.ValidAtR || b.SampleTime != max(bArrived, 1_000_000)+100_000 {
+						t.Fatalf("r %d, past B's cap: %v valid %v sample %d", b.R, b.Mode, b.ValidAtR, b.SampleTime)
+					}
+					staleB++
+				}
+				if r.rx.ViewReady() != b.ValidAtR {
+					t.Fatalf("r %d: ready %v with B valid %v", b.R, r.rx.ViewReady(), b.ValidAtR)
+				}
+			}
+			r.now -= 50_000 // the broadcast moves now on by 50 ms
+		}
+		check(0)
+		for at := island.Time(1_050_000); at <= 1_450_000; at += 50_000 {
+			r.feedBack(r.broadcast(at, map[uint32]int64{seedA: int64(at / 100), seedC: 1}))
+			check(0)
+		}
+		b15 := map[uint32]int64{seedA: 15000, seedB: 6000, seedC: 1}
+		if !lateB {
+			r.feedBack(r.broadcast(1_500_000, b15))
+			check(1_500_000)
+		} else {
+			// The 1.50 s broadcast is held up on the path until r is past
+			// 1.70 s; A's later frames arrive meanwhile.
+			held := r.withhold(1_500_000, b15)
+			for at := island.Time(1_550_000); lastR <= 1_700_000; at += 50_000 {
+				r.feedBack(r.broadcast(at, map[uint32]int64{seedA: int64(at / 100), seedC: 1}))
+				check(0)
+			}
+			for _, d := range held {
+				r.rx.Datagram(r.now, d)
+			}
+			// B's frame is 200 ms and more behind r: it stays Stale, held at
+			// 100 ms past that frame, not valid again for one update.
+			b, _ := viewOf(r.rx.Render(r.now), seedB)
+			if b.R <= 1_700_000 || b.Mode != store.Stale || b.ValidAtR || b.SampleTime != 1_600_000 {
+				t.Fatalf("r %d, B's 1.50 s frame in late: %v valid %v sample %d", b.R, b.Mode, b.ValidAtR, b.SampleTime)
+			}
+		}
+		if validB == 0 || staleB == 0 {
+			t.Fatalf("late %v: B valid at %d renders, stale at %d: the run proves little", lateB, validB, staleB)
+		}
+		t.Logf("late %v: B valid at %d renders, stale at %d", lateB, validB, staleB)
 	}
 }
