@@ -313,6 +313,7 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 // datagrams are unreliable and any of them may be hostile.
 func (r *Receiver) Datagram(now int64, b []byte) {
 	r.stats.Datagrams++
+	r.stats.BytesReceived += uint64(len(b))
 	if v, err := codec.DatagramVersion(b); err == nil && v == codec.VersionV3 {
 		r.quantDatagram(now, b)
 		return

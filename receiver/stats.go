@@ -57,6 +57,7 @@ func (c *ControlStats) count(t codec.MessageType, err error) {
 // Stats gathers the counters of every stage of the receive path.
 type Stats struct {
 	Datagrams       uint64 // datagrams pushed
+	BytesReceived   uint64 // bytes of the datagrams pushed, valid or not
 	FramesCommitted uint64 // frames validated and stored
 	Timelines       uint64 // authority timelines seen (restarts + 1)
 	Reconnects      uint64 // Welcomes of an already known timeline

@@ -154,6 +154,8 @@ func TestClockTrace(t *testing.T) {
 //	cut seg=1 t=104               a Cut control message
 //	evaluate r=101.5 [now=0] [gen=1]   prints mode, validity, sample time, segment and poses
 //	hold r=101.5 [now=0] [gen=1]       the same for Hold (the clock Frozen)
+//	stats                         the store's diagnostics: local time spent extrapolating and
+//	                              held stale, frames held, recoveries smoothed and snapped
 func TestEvaluateTrace(t *testing.T) {
 	datadriven.Walk(t, "testdata/evaluate", func(t *testing.T, path string) {
 		var w *world
@@ -207,6 +209,10 @@ func TestEvaluateTrace(t *testing.T) {
 					return "refused by validation: " + r.String()
 				}
 				return w.s.Commit(now, vf).String()
+			case "stats":
+				st := w.s.Stats()
+				return fmt.Sprintf("extrapolating=%s stale=%s frames=%d recoveries=%d snaps=%d", fmtMS(st.ExtrapolationTime),
+					fmtMS(st.FreezeTime), st.BufferedFrames, st.Recoveries, st.Snaps)
 			case "cut":
 				var seg uint32
 				td.ScanArgs(t, "seg", &seg)

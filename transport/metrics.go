@@ -1,8 +1,13 @@
 package transport
 
 import (
+	"net"
+	"net/http"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/quic-go/quic-go"
 )
 
@@ -132,4 +137,18 @@ func (m *Metrics) queueAges(ages []float64) {
 		worst = max(worst, a)
 	}
 	m.QueueAgeMax.Set(worst)
+}
+
+// ServeMetrics serves g's metrics at /metrics on addr (host:port; port 0
+// picks one) until close is called, and returns the address it listens on.
+func ServeMetrics(addr string, g prometheus.Gatherer) (net.Addr, func() error, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return ln.Addr(), hs.Close, nil
 }

@@ -70,6 +70,10 @@ type Tick struct {
 	// FeedbackSkipped counts, over this connection, feedback the watcher
 	// did not send because the one before it was still being written.
 	FeedbackSkipped uint64
+	// DatagramQueue and ControlQueue are how many datagrams and control
+	// reads wait for the receive loop at this tick (at most 256 and
+	// readBuffers): a watcher that falls behind shows it here first.
+	DatagramQueue, ControlQueue int
 }
 
 // feedbackWriter writes the watcher's feedback on the control stream from
@@ -369,6 +373,7 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 			}
 		case <-render.C:
 			tick.Now = w.now()
+			tick.DatagramQueue, tick.ControlQueue = len(dgIn), len(ctlIn)
 			tick.Views = w.rx.Render(tick.Now)
 			st := w.rx.Stats()
 			tick.HalfFrames = w.torn.count(tick.Views, st.Timelines+st.Reconnects, w.rx.Manifest)

@@ -26,7 +26,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,7 +35,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
@@ -196,17 +194,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if *metrics != "" {
-		ln, err := net.Listen("tcp", *metrics)
+		at, closeMetrics, err := transport.ServeMetrics(*metrics, reg)
 		if err != nil {
 			fmt.Fprintln(stderr, "islandserver: metrics:", err)
 			return 1
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hs.Serve(ln) }()
-		defer hs.Close()
-		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", ln.Addr())
+		defer closeMetrics()
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", at)
 	}
 	log.Info("serving", "scenarios", len(scs), "hz", *hz, "timeline", srv.Timeline())
 	if err := srv.Run(ctx); err != nil {

@@ -8,6 +8,7 @@
 //	go run ./cmd/islandwatch -pin FINGERPRINT                 # the server's self-signed certificate
 //	go run ./cmd/islandwatch -addr host:4242 -ca ca.pem        # a certificate signed by ca.pem
 //	go run ./cmd/islandwatch -pin … -duration 10s -json        # a JSON summary at exit
+//	go run ./cmd/islandwatch -pin … -metrics 127.0.0.1:9091    # Prometheus metrics at /metrics
 //
 // It exits 1 with a one-line message when it cannot connect, 2 on bad
 // flags, and 0 otherwise.
@@ -25,9 +26,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/codec"
@@ -71,6 +75,65 @@ type summary struct {
 	Timelines          uint64            `json:"timelines"`
 	Reconnects         uint64            `json:"reconnects"`
 	Rejects            map[string]uint64 `json:"rejects"`
+	// BytesReceived counts the bytes of every datagram received, valid or
+	// not.
+	BytesReceived uint64 `json:"bytes_received"`
+	// ExtrapolationS is the island-seconds shown extrapolated past the
+	// newest frame.
+	ExtrapolationS float64 `json:"extrapolation_s"`
+	// BufferFill is latest frame time − playback time (how much received
+	// future is buffered), milliseconds, over the renders while the clock
+	// was not Waiting: the median and the least.
+	BufferFillP50ms float64 `json:"buffer_fill_p50_ms"`
+	BufferFillMinMs float64 `json:"buffer_fill_min_ms"`
+	// BufferedFrames is how many validated frames the store held at exit,
+	// over every island.
+	BufferedFrames int `json:"buffered_frames"`
+	// DatagramQueueMax and ControlQueueMax are the most datagrams and
+	// control reads seen waiting for the receive loop at a render.
+	DatagramQueueMax int `json:"datagram_queue_max"`
+	ControlQueueMax  int `json:"control_queue_max"`
+}
+
+// observed is what islandwatch gathers render by render besides the
+// receiver's own counters.
+type observed struct {
+	half                    int       // half-frames shown
+	ages, fills             []float64 // snapshot ages and buffer fills, ms, of renders not Waiting
+	staleSum                uint64
+	notUpdated              int
+	datagramQueue, ctlQueue int // the largest seen
+}
+
+// see records one render.
+func (o *observed) see(tk *transport.Tick) {
+	o.half += tk.HalfFrames
+	if st := tk.Receiver.Clock(); st.State != store.Waiting {
+		o.ages = append(o.ages, float64(st.SnapshotAge)/1000)
+		o.fills = append(o.fills, float64(st.BufferFill)/1000)
+	}
+	o.datagramQueue = max(o.datagramQueue, tk.DatagramQueue)
+	o.ctlQueue = max(o.ctlQueue, tk.ControlQueue)
+}
+
+// summarize builds the -json document from the receiver's counters and
+// what was observed.
+func summarize(addr string, dur time.Duration, rx *receiver.Receiver, o *observed) summary {
+	st := rx.Stats()
+	s := summary{Addr: addr, DurationS: dur.Seconds(), Islands: len(rx.Islands()),
+		FramesCommitted: st.FramesCommitted, FragmentsRebuilt: st.Assembler.Count(assembler.Rebuilt), HalfFramesApplied: o.half,
+		Datagrams: st.Datagrams, Simulated: st.Store.Simulated, SimOverBudget: st.SimOverBudget,
+		FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
+		SnapshotAgeP95ms: quantile.Nearest(o.ages, 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
+		WaitingS: float64(st.Clock.WaitingTime) / 1e6, StaleIslandSeconds: o.staleSum, IslandsNotUpdated: o.notUpdated,
+		Rejects: map[string]uint64{}, BytesReceived: st.BytesReceived, ExtrapolationS: float64(st.Store.ExtrapolationTime) / 1e6,
+		BufferFillP50ms: quantile.Nearest(o.fills, 50), BufferedFrames: st.Store.BufferedFrames,
+		DatagramQueueMax: o.datagramQueue, ControlQueueMax: o.ctlQueue}
+	if len(o.fills) > 0 {
+		s.BufferFillMinMs = slices.Min(o.fills)
+	}
+	st.Rejects(func(r string, n uint64) { s.Rejects[r] = n })
+	return s
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -86,6 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		reconnect  = fs.Bool("reconnect", true, "dial again after a lost connection")
 		dialWait   = fs.Duration("dial-timeout", 5*time.Second, "give up connecting after this long")
 		tokenText  = fs.String("token", "", "connect token to present (as islandtoken mint prints it), or @FILE to read it from a file")
+		metricsAt  = fs.String("metrics", "", "serve this observer's Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9091)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,6 +173,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("-dial-timeout %v: must be positive", *dialWait)
 	case *pin != "" && *caFile != "":
 		return fail("-pin and -ca exclude each other")
+	}
+	if *metricsAt != "" {
+		if _, err := net.ResolveTCPAddr("tcp", *metricsAt); err != nil {
+			return fail("-metrics %q: %v", *metricsAt, err)
+		}
 	}
 	var roots *x509.CertPool
 	if *caFile != "" {
@@ -155,38 +224,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
+	var metrics *watchMetrics
+	if *metricsAt != "" {
+		reg := prometheus.NewRegistry()
+		metrics = newWatchMetrics(reg)
+		at, closeMetrics, err := transport.ServeMetrics(*metricsAt, reg)
+		if err != nil {
+			fmt.Fprintf(stderr, "islandwatch: metrics: %v\n", err)
+			return 1
+		}
+		defer closeMetrics()
+		fmt.Fprintf(stderr, "islandwatch: metrics on http://%s/metrics\n", at)
+	}
 	start := time.Now()
 	var (
-		half        int
-		ages, allAg []float64
-		lastSecond  int64 = 1_000_000
-		last        receiver.Stats
-		fresh       = freshness{}
-		staleSum    uint64
-		notUpdated  int
+		obs        observed
+		ages       []float64 // this second's
+		lastSecond int64     = 1_000_000
+		last       receiver.Stats
+		fresh      = freshness{}
 	)
 	err = w.Run(ctx, func(tk *transport.Tick) {
-		half += tk.HalfFrames
-		if st := tk.Receiver.Clock(); st.State != store.Waiting {
-			ages = append(ages, float64(st.SnapshotAge)/1000)
-		}
+		n := len(obs.ages)
+		obs.see(tk)
+		ages = append(ages, obs.ages[n:]...)
+		metrics.tick(tk)
 		fresh.see(tk.Views)
 		if tk.Now < lastSecond {
 			return
 		}
 		lastSecond += 1_000_000
 		st := tk.Receiver.Stats()
-		notUpdated = fresh.second(tk.Receiver.Islands())
-		staleSum += uint64(notUpdated)
+		obs.notUpdated = fresh.second(tk.Receiver.Islands())
+		obs.staleSum += uint64(obs.notUpdated)
+		metrics.stats(&st, len(tk.Receiver.Islands()), obs.half)
 		if !*jsonOut {
 			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  rejects %s\n",
-				time.Since(start).Seconds(), len(tk.Receiver.Islands()), notUpdated, st.FramesCommitted-last.FramesCommitted,
-				st.Assembler.Count(assembler.Rebuilt)-last.Assembler.Count(assembler.Rebuilt), st.Store.Simulated-last.Store.Simulated, half,
+				time.Since(start).Seconds(), len(tk.Receiver.Islands()), obs.notUpdated, st.FramesCommitted-last.FramesCommitted,
+				st.Assembler.Count(assembler.Rebuilt)-last.Assembler.Count(assembler.Rebuilt), st.Store.Simulated-last.Store.Simulated, obs.half,
 				float64(st.Clock.WaitingTime-last.Clock.WaitingTime)/1e6,
 				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
 				ageText(ages), rejectLine(&st))
 		}
-		allAg = append(allAg, ages...)
 		ages = ages[:0]
 		last = st
 	})
@@ -207,19 +286,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *jsonOut {
-		rx := w.Receiver()
-		st := rx.Stats()
-		s := summary{Addr: *addr, DurationS: time.Since(start).Seconds(), Islands: len(rx.Islands()),
-			FramesCommitted: st.FramesCommitted, FragmentsRebuilt: st.Assembler.Count(assembler.Rebuilt), HalfFramesApplied: half, Datagrams: st.Datagrams,
-			Simulated: st.Store.Simulated, SimOverBudget: st.SimOverBudget,
-			FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
-			SnapshotAgeP95ms: quantile.Nearest(append(allAg, ages...), 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
-			WaitingS: float64(st.Clock.WaitingTime) / 1e6, StaleIslandSeconds: staleSum, IslandsNotUpdated: notUpdated,
-			Rejects: map[string]uint64{}}
-		st.Rejects(func(r string, n uint64) { s.Rejects[r] = n })
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(s)
+		_ = enc.Encode(summarize(*addr, time.Since(start), w.Receiver(), &obs))
 	}
 	return 0
 }

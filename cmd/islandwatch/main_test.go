@@ -6,9 +6,15 @@ import (
 	"crypto/ed25519"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/receiver"
 	"github.com/islandsync/islandsync/scenario"
@@ -20,7 +26,7 @@ import (
 func TestFlags(t *testing.T) {
 	bad := [][]string{
 		{"-addr", "nohost"}, {"-duration", "-1s"}, {"-pin", "abc"}, {"-pin", strings.Repeat("a", 64), "-ca", "x.pem"},
-		{"-ca", "/nonexistent.pem"}, {"-dial-timeout", "0s"}, {"-bogus"}, {"extra"}, {"-token", "!!"}, {"-token", "@/nonexistent"}, {"-token", "AAAA"},
+		{"-ca", "/nonexistent.pem"}, {"-dial-timeout", "0s"}, {"-metrics", "nohost"}, {"-bogus"}, {"extra"}, {"-token", "!!"}, {"-token", "@/nonexistent"}, {"-token", "AAAA"},
 	}
 	for _, args := range bad {
 		var out, errs bytes.Buffer
@@ -95,4 +101,132 @@ func TestRefusedExits(t *testing.T) {
 	if code != 1 || !strings.Contains(errs.String(), "refused this observer: token (code 7)") || strings.Count(errs.String(), "\n") != 1 {
 		t.Fatalf("exit %d, stderr %q", code, errs.String())
 	}
+}
+
+// localRun runs the ragdolls on an authority and a broadcaster into one
+// receiver, without a network, for n snapshots, losing the datagrams lose
+// picks, and hands each render to see as a transport.Tick would be handed
+// to islandwatch (queue depths made up: i mod 3 datagrams, 1 control read).
+// It returns the receiver and the datagram bytes delivered.
+func localRun(t *testing.T, n int, lose func(i int) bool, see func(tk *transport.Tick)) (*receiver.Receiver, uint64) {
+	t.Helper()
+	scs, _ := scenario.Pick("ragdolls")
+	auth, _ := scenario.NewAuthority(scs, 20)
+	bc, err := broadcast.New(broadcast.Config{SendPeriod: auth.Period()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, _ := receiver.New(receiver.Config{})
+	_ = bc.Join(1, 0)
+	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	var now int64
+	var bytes uint64
+	var ctl []byte
+	var dgs []broadcast.Datagram
+	for i := 0; i < n; {
+		now += 1_000_000 / scenario.StepHz
+		msgs, frames := auth.Step()
+		for _, m := range msgs {
+			_ = bc.Apply(m)
+		}
+		bc.Frames(frames)
+		ctl, dgs = bc.Take(1, ctl[:0], dgs[:0])
+		if _, err := rx.ControlBytes(now, ctl); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dgs {
+			if !lose(i) {
+				bytes += uint64(len(d.Bytes))
+				rx.Datagram(now, d.Bytes)
+			}
+		}
+		tk := transport.Tick{Now: now, Views: rx.Render(now), Receiver: rx, DatagramQueue: i % 3, ControlQueue: 1}
+		see(&tk)
+		if len(frames) > 0 {
+			if _, err := bc.FeedbackBytes(1, rx.Feedback(nil)); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		}
+	}
+	return rx, bytes
+}
+
+// TestSummaryAndMetrics: the -json summary and the -metrics collectors
+// carry the receive path's diagnostics — bytes received, extrapolation,
+// freeze, buffer fill, frames buffered, queue depths — as counted, from a
+// run that loses every datagram of 10 snapshots in 40 (so islands run past
+// their newest frame and freeze).
+func TestSummaryAndMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newWatchMetrics(reg)
+	var obs observed
+	renders := 0
+	rx, bytes := localRun(t, 240, func(i int) bool { return i%40 >= 30 }, func(tk *transport.Tick) {
+		obs.see(tk)
+		m.tick(tk)
+		if renders++; renders%60 == 0 {
+			st := tk.Receiver.Stats()
+			m.stats(&st, len(tk.Receiver.Islands()), obs.half)
+		}
+	})
+	st := rx.Stats()
+	m.stats(&st, len(rx.Islands()), obs.half)
+	s := summarize("local", time.Second, rx, &obs)
+	if s.BytesReceived != bytes || bytes == 0 {
+		t.Errorf("bytes_received %d, %d delivered", s.BytesReceived, bytes)
+	}
+	if s.ExtrapolationS <= 0 || s.FreezeS <= 0 {
+		t.Errorf("extrapolation_s %v, freeze_s %v: the losses ran islands past their frames", s.ExtrapolationS, s.FreezeS)
+	}
+	if s.BufferFillP50ms <= 0 || s.BufferFillMinMs > s.BufferFillP50ms {
+		t.Errorf("buffer fill p50 %v ms, min %v ms", s.BufferFillP50ms, s.BufferFillMinMs)
+	}
+	if s.BufferedFrames == 0 || s.DatagramQueueMax != 2 || s.ControlQueueMax != 1 {
+		t.Errorf("buffered_frames %d, datagram_queue_max %d, control_queue_max %d", s.BufferedFrames, s.DatagramQueueMax, s.ControlQueueMax)
+	}
+	for name, want := range map[string]float64{
+		"datagram_bytes_received_total":      float64(bytes),
+		"datagrams_received_total":           float64(st.Datagrams),
+		"frames_committed_total":             float64(st.FramesCommitted),
+		"extrapolation_island_seconds_total": s.ExtrapolationS,
+		"freeze_island_seconds_total":        s.FreezeS,
+		"buffered_frames":                    float64(s.BufferedFrames),
+		"islands":                            float64(s.Islands),
+		"control_queue":                      1,
+	} {
+		if got := metricValue(t, reg, "islandsync_watch_"+name); math.Abs(got-want) > 1e-9*max(1, want) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	// The last renders lost their frames: r ran up to latest + E, so the
+	// buffer is 100 ms short — as the clock says.
+	if got, want := metricValue(t, reg, "islandsync_watch_buffer_fill_seconds"), float64(rx.Clock().BufferFill)/1e6; got != want || want >= 0 {
+		t.Errorf("buffer_fill_seconds = %v, the clock says %v", got, want)
+	}
+	if s.BufferFillMinMs != -100 {
+		t.Errorf("buffer_fill_min_ms %v, want -100 (frozen at latest + E)", s.BufferFillMinMs)
+	}
+}
+
+// metricValue gathers reg and returns the value of the unlabelled metric
+// name (a counter or a gauge).
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) != 1 {
+			continue
+		}
+		mt := mf.GetMetric()[0]
+		if c := mt.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return mt.GetGauge().GetValue()
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
