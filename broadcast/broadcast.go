@@ -10,6 +10,7 @@ import (
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
+	"github.com/islandsync/islandsync/stamp"
 )
 
 // ObserverID names one observer connection; the caller chooses it.
@@ -63,6 +64,11 @@ type Config struct {
 	// Fragments of its Fragments+Parity records complete it. Zero means
 	// DefaultParity; negative means none; at most codec.MaxParity.
 	Parity int
+	// StampHistory is how many of each island's newest frames are kept to
+	// judge observers' view stamps (CheckStamp; package stamp): 64 keeps
+	// 3.2 s at 20 Hz. Zero keeps none and CheckStamp refuses every stamp
+	// (ErrNoStamps): recording costs a table update per frame.
+	StampHistory int
 }
 
 // Errors.
@@ -73,6 +79,7 @@ var (
 	ErrDirection     = errors.New("broadcast: not an authority message")
 	ErrTableFull     = errors.New("broadcast: island or identity table full")
 	ErrBadMessage    = errors.New("broadcast: message refused")
+	ErrNoStamps      = errors.New("broadcast: view stamps are not kept (Config.StampHistory is 0)")
 )
 
 // Datagram is one encoded datagram and the islands whose fragments it
@@ -162,6 +169,8 @@ type Broadcaster struct {
 	byTime []*island.Frame
 	ids    []ObserverID
 
+	stamps *stamp.History // what was sent, to judge view stamps; nil without Config.StampHistory
+
 	cdec *codec.ControlDecoder // FeedbackBytes' decoder
 	one  [1]*observer          // broadcastQuant's scratch: the observer one encoding goes to
 }
@@ -223,10 +232,36 @@ func New(cfg Config) (*Broadcaster, error) {
 	if cfg.Class == nil {
 		cfg.Class = DefaultClass
 	}
-	return &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
+	b := &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
 		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, classes: map[uint32]quant.Class{}, observers: map[ObserverID]*observer{},
 		encoders: map[int]*codec.FloatEncoder{}, enc2: map[int]*codec.Encoder{},
-		cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: cfg.Codec.MaxMembers})}, nil
+		cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: cfg.Codec.MaxMembers})}
+	if cfg.StampHistory > 0 {
+		b.stamps = stamp.New(stamp.Config{Window: cfg.StampHistory, MaxIslands: cfg.MaxIslands, MaxObservers: cfg.MaxObservers})
+		b.stamps.SetTimeline(cfg.Timeline)
+	}
+	return b, nil
+}
+
+// CheckStamp judges a view stamp observer o attached to an interaction
+// involving the islands involved, against what this broadcaster sent (see
+// package stamp for the rules): nil when o could have seen every involved
+// island critical to interaction valid at the stamp's playback time.
+// ErrNoStamps without Config.StampHistory.
+func (b *Broadcaster) CheckStamp(o ObserverID, s *codec.ViewStamp, involved []uint32) error {
+	if b.stamps == nil {
+		return ErrNoStamps
+	}
+	return b.stamps.Check(uint32(o), s, involved)
+}
+
+// SetCritical says whether island id is critical to interaction when
+// stamps are judged (every island is, until the game says it is
+// decoration), until the island is forgotten.
+func (b *Broadcaster) SetCritical(id uint32, critical bool) {
+	if b.stamps != nil {
+		b.stamps.SetCritical(id, critical)
+	}
 }
 
 // Join adds an observer whose datagrams must not exceed maxDatagram bytes
@@ -449,6 +484,9 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		b.liveGen++
 		delete(b.physics, m.Island)
 		delete(b.classes, m.Island)
+		if b.stamps != nil {
+			b.stamps.Forget(m.Island)
+		}
 		b.queueAll(m, &m.Island)
 		for _, o := range b.observers {
 			o.forgetIsland(m.Island)
@@ -500,6 +538,13 @@ func (b *Broadcaster) encoder(maxDatagram int) (*codec.FloatEncoder, error) {
 // the same datagram cap and subscription shares one encoding: one buffer,
 // allocated per group and call, that nobody writes again.
 func (b *Broadcaster) Frames(frames []*island.Frame) {
+	if b.stamps != nil {
+		for _, f := range frames {
+			if b.live(f.Key.Island) {
+				b.stamps.Observe(f)
+			}
+		}
+	}
 	if b.cfg.Wire == 3 {
 		b.framesQuant(frames)
 		return

@@ -15,7 +15,10 @@
 // (1/512 m, 2⁻¹² turn; DefaultClass) unless the game makes it decoration
 // with SetClass or Config.Class (quant.Loose: 1/128 m, 2⁻⁹ turn). On wire 1 each
 // broadcast is encoded once per distinct datagram cap and subscription and
-// shared by every observer in that group.
+// shared by every observer in that group. With Config.StampHistory it keeps
+// each island's newest frames, so that CheckStamp can judge the view stamps
+// observers attach to interactions (package stamp; SetCritical makes an
+// island decoration there).
 //
 // # Usage
 //

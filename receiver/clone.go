@@ -28,6 +28,10 @@ func (r *Receiver) Clone() *Receiver {
 	c.st = r.st.Clone(c.val, &c.sim)
 	c.clock = r.clock.Clone()
 	c.known = append([]uint32(nil), r.known...)
+	c.decor = make(map[uint32]bool, len(r.decor))
+	for id := range r.decor {
+		c.decor[id] = true
+	}
 	c.views = nil
 	c.bases = make(map[uint32]*islandBases, len(r.bases))
 	for id, s := range r.bases {

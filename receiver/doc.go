@@ -69,9 +69,13 @@
 //     Config.MaxSimBodies caps the simulations' bodies;
 //     Config.StraightExtrapolation turns it all off.
 //   - Every known island has a view: one without a valid pose at r comes as
-//     missing (Mode store.Empty, no poses), and ViewReady says whether the
-//     whole view is valid at r (never while the clock is Waiting to
-//     re-anchor). While the clock is Frozen the views are held as last
+//     missing (Mode store.Empty, no poses), and ViewReady says whether every
+//     island critical to interaction is valid at r (never while the clock is
+//     Waiting to re-anchor); the game makes an island decoration with
+//     SetCritical, and its staleness then blocks nothing. Stamp gives the
+//     last view's stamp (codec.ViewStamp: timeline, r, playback generation,
+//     age, and per island epoch, segment and validity) for the game to
+//     attach to an interaction, which the authority judges (package stamp). While the clock is Frozen the views are held as last
 //     shown; a Cut control message ends a segment at its time.
 //
 // # Snapshots

@@ -103,7 +103,9 @@ type Receiver struct {
 	timelines   uint32   // local timeline counter: bumps on every new authority timeline
 	known       []uint32 // islands with a manifest, ascending
 	views       []IslandView
-	ready       bool                    // the last Render showed every known island valid at r
+	ready       bool                    // the last Render showed every critical island valid at r
+	decor       map[uint32]bool         // islands the game said are not critical to interaction
+	shown       codec.ViewStamp         // the last Render's r, generation and age (Islands unused)
 	bases       map[uint32]*islandBases // wire 3 decode baselines, by island
 	newestSeq   uint32                  // newest broadcast sequence of a wire-3 datagram
 	seenSeq     bool
@@ -156,7 +158,7 @@ func New(cfg Config) (*Receiver, error) {
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
 	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, cdec: codec.NewControlDecoder(cfg.Control), asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
-		bases: make(map[uint32]*islandBases)}
+		bases: make(map[uint32]*islandBases), decor: map[uint32]bool{}}
 	r.clock = store.NewClock(cfg.Clock)
 	if r.cfg.MaxSimBodies <= 0 {
 		r.cfg.MaxSimBodies = DefaultMaxSimBodies
@@ -297,6 +299,7 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 	case codec.Cut:
 		r.st.Cut(m.Island, m.Segment, m.Time)
 	case codec.Forget:
+		delete(r.decor, m.Island)
 		r.val.Forget(m.Island)
 		r.st.Forget(m.Island)
 		r.sim.forget(m.Island)
@@ -346,6 +349,7 @@ func (r *Receiver) Render(now int64) []IslandView {
 		return nil
 	}
 	gen := r.clock.Generation()
+	r.shown = codec.ViewStamp{Timeline: r.welcome.Timeline, R: rt, Generation: gen, Age: max(r.clock.Stats().SnapshotAge, 0)}
 	frozen := r.clock.State() == store.Frozen
 	r.sim.spent = 0
 	n := 0
@@ -364,10 +368,10 @@ func (r *Receiver) Render(now int64) []IslandView {
 		n++
 		if v == nil || v.Mode == store.Empty {
 			*iv = IslandView{Island: id, Mode: store.Empty, R: rt, Poses: iv.Poses[:0]}
-			r.ready = false
+			r.ready = r.ready && r.decor[id]
 			continue
 		}
-		r.ready = r.ready && v.ValidAtR
+		r.ready = r.ready && (v.ValidAtR || r.decor[id])
 		*iv = IslandView{Island: id, Mode: v.Mode, R: v.R, SampleTime: v.SampleTime, ValidAtR: v.ValidAtR,
 			Segment: v.Segment, Left: v.Left, Right: v.Right, Alpha: v.Alpha, Extrapolated: v.Extrapolated,
 			Smoothing: v.Smoothing, Poses: iv.Poses[:0]}
@@ -379,12 +383,51 @@ func (r *Receiver) Render(now int64) []IslandView {
 	return r.views[:n]
 }
 
-// ViewReady reports whether the last Render showed every known island
-// valid at r — none missing, none held Stale or before its first frame — on
-// a playout clock that was not Waiting to re-anchor. A view that is not
-// ready must not be used for anything that needs all of it at r (say, hit
-// queries against what the player saw).
+// ViewReady reports whether the last Render showed every island critical to
+// interaction valid at r — none missing, none held Stale or before its
+// first frame — on a playout clock that was not Waiting to re-anchor.
+// Decoration (SetCritical false) may be stale without making a view
+// unready. A view that is not ready must not be used for anything that
+// needs all of it at r (say, hit queries against what the player saw).
 func (r *Receiver) ViewReady() bool { return r.ready }
+
+// SetCritical says whether island id is critical to interaction: every
+// island is, until the game says it is decoration. ViewReady counts only
+// critical islands. (The authority judges an interaction by its own idea
+// of what is critical: package stamp.)
+func (r *Receiver) SetCritical(id uint32, critical bool) {
+	if critical {
+		delete(r.decor, id)
+	} else if len(r.decor) < codec.DefaultMaxControlIslands {
+		r.decor[id] = true
+	}
+}
+
+// Stamp writes to dst (reusing its storage) the stamp of the last Render's
+// view, to attach to an interaction the player makes on it: the authority
+// timeline, playback time r, playback generation and the view's age, and
+// for each island of islands (ascending; nil: every known island, at most
+// codec.MaxStampIslands) the ownership epoch and continuity segment of the
+// poses shown and whether they were valid at r — an island not shown
+// (missing, or unknown) comes as not valid. Before the first Render that
+// had a time base, the stamp has no time (R 0) and every island is not
+// valid.
+func (r *Receiver) Stamp(dst *codec.ViewStamp, islands []uint32) {
+	out := r.shown
+	out.Islands = dst.Islands[:0]
+	if islands == nil {
+		islands = r.known
+	}
+	for _, id := range islands[:min(len(islands), codec.MaxStampIslands)] {
+		is := codec.IslandStamp{Island: id}
+		if i, found := slices.BinarySearch(r.known, id); found && i < len(r.views) && r.views[i].Island == id && r.views[i].Mode != store.Empty {
+			v := &r.views[i]
+			is.Epoch, is.Segment, is.Valid = v.Right.Epoch, v.Segment, v.ValidAtR
+		}
+		out.Islands = append(out.Islands, is)
+	}
+	*dst = out
+}
 
 // NextDeadline returns the local time at which an incomplete frame expires,
 // if any: a caller that sleeps between datagrams should wake by then (Render

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/islandsync/islandsync/baseline"
@@ -8,6 +9,7 @@ import (
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
+	"github.com/islandsync/islandsync/stamp"
 	"github.com/islandsync/islandsync/store"
 )
 
@@ -33,7 +35,12 @@ type seedRig struct {
 }
 
 func newSeedRig(t *testing.T) *seedRig {
-	bc, err := broadcast.New(broadcast.Config{Timeline: 5, KeyframeEvery: 1000})
+	return newSeedRigConfig(t, broadcast.Config{Timeline: 5, KeyframeEvery: 1000})
+}
+
+// newSeedRigConfig is newSeedRig with the broadcaster's configuration.
+func newSeedRigConfig(t *testing.T, cfg broadcast.Config) *seedRig {
+	bc, err := broadcast.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,5 +618,69 @@ func TestSeedSparseIsland(t *testing.T) {
 			t.Fatalf("late %v: B valid at %d renders, stale at %d: the run proves little", lateB, validB, staleB)
 		}
 		t.Logf("late %v: B valid at %d renders, stale at %d", lateB, validB, staleB)
+	}
+}
+
+// TestSeedStamp is the design notes' interaction on the wire path: B is
+// frozen at 1.10 s (no frame of it after 1.00 s) while A (and C) play on. The view
+// is not ready; its stamp, at r past 1.10 s, involving B is refused by the
+// authority, one involving A alone passes, and one claiming a moment later
+// than anything sent is refused. Once the game makes B decoration — on the
+// observer, the view is ready; on the authority, the stamp passes — B's
+// staleness blocks nothing; the observer alone cannot demote it.
+func TestSeedStamp(t *testing.T) {
+	r := newSeedRigConfig(t, broadcast.Config{Timeline: 5, KeyframeEvery: 1000, StampHistory: 64})
+	for r.seq < 20 { // A and B every 50 ms up to 1.00 s
+		at := island.Time(r.seq+1) * 50_000
+		r.feedBack(r.broadcast(at, map[uint32]int64{seedA: int64(at / 100), seedB: 5000, seedC: 1}))
+		r.rx.Render(r.now)
+	}
+	for r.seq < 29 { // A (and C) alone up to 1.45 s
+		at := island.Time(r.seq+1) * 50_000
+		r.feedBack(r.broadcast(at, map[uint32]int64{seedA: int64(at / 100), seedC: 1}))
+	}
+	views := r.rx.Render(r.now)
+	a, _ := viewOf(views, seedA)
+	b, _ := viewOf(views, seedB)
+	if !a.ValidAtR || b.ValidAtR || b.Mode != store.Stale || b.R <= 1_100_000 {
+		t.Fatalf("setup: r %d, A %v, B %v", b.R, a.Mode, b.Mode)
+	}
+	if r.rx.ViewReady() {
+		t.Fatal("ready with B stale")
+	}
+	var vs codec.ViewStamp
+	r.rx.Stamp(&vs, []uint32{seedA, seedB})
+	if vs.Timeline != 5 || vs.R != a.R || vs.Generation != r.rx.clock.Generation() || len(vs.Islands) != 2 ||
+		!vs.Islands[0].Valid || vs.Islands[1].Valid || vs.Islands[0].Epoch != 1 {
+		t.Fatalf("stamp %+v", vs)
+	}
+	b1 := vs.Append(nil) // as the game sends it
+	var got codec.ViewStamp
+	if _, err := codec.ParseViewStamp(b1, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.bc.CheckStamp(1, &got, []uint32{seedA, seedB}); !errors.Is(err, stamp.ErrNotValid) {
+		t.Fatalf("a shot involving B: %v, want stamp.ErrNotValid", err)
+	}
+	if err := r.bc.CheckStamp(1, &got, []uint32{seedA}); err != nil {
+		t.Fatalf("a shot at A alone: %v", err)
+	}
+	later := got
+	later.R = 1_450_001
+	if err := r.bc.CheckStamp(1, &later, []uint32{seedA}); !errors.Is(err, stamp.ErrOutOfHistory) {
+		t.Fatalf("a moment after anything sent: %v", err)
+	}
+	r.rx.SetCritical(seedB, false)
+	r.rx.Render(r.now)
+	if !r.rx.ViewReady() {
+		t.Fatal("not ready with only decoration stale")
+	}
+	r.rx.Stamp(&vs, []uint32{seedA, seedB})
+	if err := r.bc.CheckStamp(1, &vs, []uint32{seedA, seedB}); !errors.Is(err, stamp.ErrNotValid) {
+		t.Fatalf("the observer alone demoted B: %v", err)
+	}
+	r.bc.SetCritical(seedB, false)
+	if err := r.bc.CheckStamp(1, &vs, []uint32{seedA, seedB}); err != nil {
+		t.Fatalf("B decoration on the authority too: %v", err)
 	}
 }
