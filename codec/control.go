@@ -177,7 +177,7 @@ const (
 	idListHead    = 8 + 4 // time, count
 	leaseBody     = 12
 	manifestHead  = 16
-	forgetBody    = 4
+	forgetBody    = 12
 	cutBody       = 16
 	subscribeHead = 1 + 4
 	receivedBody  = 4 + 8
@@ -306,7 +306,7 @@ func (p *ctlParser) end() error {
 
 // ControlDecoder reads control messages as ParseControl does, but decodes
 // the ones that flow all the time — Received and Keyframes from every
-// observer, several times a second — into
+// observer, several times a second, and Forget as islands come and go — into
 // storage it keeps and reuses, so that once that storage has grown, reading
 // them allocates nothing. Their slices are therefore valid only until the
 // next Decode. Every other message is decoded into fresh storage the caller
@@ -320,6 +320,7 @@ type ControlDecoder struct {
 	t         MessageType
 	received  Received
 	keyframes Keyframes
+	forget    Forget
 	other     Message // any other type
 }
 
@@ -342,6 +343,8 @@ func (d *ControlDecoder) Decode(b []byte) (MessageType, int, error) {
 	switch t {
 	case TypeReceived:
 		d.received, err = p.received()
+	case TypeForget:
+		d.forget, err = p.forget()
 	case TypeKeyframes:
 		var m Keyframes
 		if m, err = p.keyframes(d.lim.MaxIslands, d.keyframes.Islands); err == nil {
@@ -364,7 +367,7 @@ func (d *ControlDecoder) Decode(b []byte) (MessageType, int, error) {
 // Message returns the message the last Decode read, or nil when that
 // Decode failed. The slice of a Keyframes is the decoder's, valid
 // until the next Decode. Message is small enough to be inlined, so the
-// interface box of those two stays on the caller's stack
+// interface box of those stays on the caller's stack
 // unless the caller lets the message escape (Receiver.ControlBytes and
 // Broadcaster.FeedbackBytes do not).
 func (d *ControlDecoder) Message() Message {
@@ -373,6 +376,8 @@ func (d *ControlDecoder) Message() Message {
 		return d.received
 	case TypeKeyframes:
 		return d.keyframes
+	case TypeForget:
+		return d.forget
 	}
 	return d.other
 }

@@ -33,7 +33,7 @@ func controlCases() []struct {
 		{"destroy", Destroy{Time: 2_000_000, IDs: ids[1:2]}},
 		{"lease", Lease{Island: 7, Epoch: 2, Owner: 3}},
 		{"manifest", Manifest{Island: 7, Topology: 3, Config: 2, Members: ids}},
-		{"forget", Forget{Island: 7}},
+		{"forget", Forget{Island: 7, Time: 2_500_000}},
 		{"cut", Cut{Island: 7, Segment: 2, Time: 2_000_000}},
 		{"subscribe-all", Subscribe{All: true}},
 		{"subscribe-list", Subscribe{Islands: []uint32{1, 7, 40}}},

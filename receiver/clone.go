@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/localsim"
 )
 
@@ -28,6 +29,11 @@ func (r *Receiver) Clone() *Receiver {
 	c.st = r.st.Clone(c.val, &c.sim)
 	c.clock = r.clock.Clone()
 	c.known = append([]uint32(nil), r.known...)
+	c.later = make([]timedEvent, len(r.later))
+	for i, e := range r.later {
+		c.later[i] = e
+		c.later[i].ids = append([]island.MemberID(nil), e.ids...)
+	}
 	c.decor = make(map[uint32]bool, len(r.decor))
 	for id := range r.decor {
 		c.decor[id] = true

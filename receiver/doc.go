@@ -32,6 +32,16 @@
 //     from zero again; a new timeline also puts the clock back to Waiting,
 //     while a reconnect to the same timeline keeps it.
 //   - Lease changes reach the store, which reports hand-off latency.
+//   - Changes happen at their authority time, not when their news arrives
+//     (about one interpolation delay earlier): an island new at r — its
+//     first frame an Initial one later than r (spawned, split off, merged)
+//     — is not shown yet and does not count against ViewReady; a new
+//     version of an island (topology, config, owner) is shown from its
+//     first frame on, the old one until then (package store); a Destroy
+//     tombstones its identities and a Forget drops its island when playback
+//     reaches their time. One whose time playback has passed takes effect
+//     at once (Stats.LateEvents); a Manifest of an island whose Forget
+//     waits cancels it.
 //   - Wire 3: each island keeps its own decode baselines, apart from the
 //     display history: its frames of the last 32 broadcasts and always its
 //     newest, and a newest just superseded for 8 broadcasts more (package

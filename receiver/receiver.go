@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -106,6 +107,8 @@ type Receiver struct {
 	ready       bool                    // the last Render showed every critical island valid at r
 	decor       map[uint32]bool         // islands the game said are not critical to interaction
 	shown       codec.ViewStamp         // the last Render's r, generation and age (Islands unused)
+	shownViews  int                     // how many views the last Render returned
+	later       []timedEvent            // Destroy and Forget messages waiting for playback to reach their time, by time
 	bases       map[uint32]*islandBases // wire 3 decode baselines, by island
 	newestSeq   uint32                  // newest broadcast sequence of a wire-3 datagram
 	seenSeq     bool
@@ -190,6 +193,7 @@ func (r *Receiver) resetControl() {
 	r.newestSeq, r.seenSeq = 0, false
 	r.arrivals, r.arrivalsNew = baseline.Arrivals{}, false
 	r.keyReq = r.keyReq[:0]
+	r.later = r.later[:0]
 }
 
 // Control applies one reliable control message from the authority, in
@@ -273,6 +277,10 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 			}
 		}
 	case codec.Destroy:
+		if !r.due(m.Time) {
+			r.postpone(timedEvent{t: m.Time, ids: slices.Clone(m.IDs)})
+			return nil
+		}
 		for _, id := range m.IDs {
 			r.reg.Destroy(id)
 		}
@@ -292,6 +300,8 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		if i, found := slices.BinarySearch(r.known, m.Island); !found {
 			r.known = slices.Insert(r.known, i, m.Island)
 		}
+		// The island lives on: a Forget of it still waiting is void.
+		r.later = slices.DeleteFunc(r.later, func(e timedEvent) bool { return e.forget && e.island == m.Island })
 	case codec.Physics:
 		if err := r.physics(m); err != nil {
 			return err
@@ -299,16 +309,82 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 	case codec.Cut:
 		r.st.Cut(m.Island, m.Segment, m.Time)
 	case codec.Forget:
-		delete(r.decor, m.Island)
-		r.val.Forget(m.Island)
-		r.st.Forget(m.Island)
-		r.sim.forget(m.Island)
-		delete(r.bases, m.Island)
-		if i, found := slices.BinarySearch(r.known, m.Island); found {
-			r.known = slices.Delete(r.known, i, i+1)
+		if !r.due(m.Time) {
+			r.postpone(timedEvent{t: m.Time, forget: true, island: m.Island})
+			return nil
 		}
+		r.forget(m.Island)
 	}
 	return nil
+}
+
+// timedEvent is a Destroy (ids) or a Forget (island) waiting for playback
+// to reach its authority time t.
+type timedEvent struct {
+	t      island.Time
+	forget bool
+	island uint32
+	ids    []island.MemberID
+}
+
+// maxLater caps the events waiting for their time: past it, one takes
+// effect at once (counted as late).
+const maxLater = codec.DefaultMaxControlIslands
+
+// due reports whether an event of authority time t takes effect now: time
+// 0, no playback time yet to wait for, or a time playback has reached —
+// one it has passed is late, and counted.
+func (r *Receiver) due(t island.Time) bool {
+	rt, ok := r.clock.R()
+	switch {
+	case t == 0 || !ok:
+		return true
+	case t < rt:
+		r.stats.LateEvents++
+		return true
+	case t == rt:
+		return true
+	case len(r.later) >= maxLater:
+		r.stats.LateEvents++
+		return true
+	}
+	return false
+}
+
+// postpone queues e in time order, after those of the same time.
+func (r *Receiver) postpone(e timedEvent) {
+	i, _ := slices.BinarySearchFunc(r.later, e.t+1, func(x timedEvent, t island.Time) int { return cmp.Compare(x.t, t) })
+	r.later = slices.Insert(r.later, i, e)
+}
+
+// applyDue applies, in order, the events whose time playback time rt has
+// reached.
+func (r *Receiver) applyDue(rt island.Time) {
+	n := 0
+	for n < len(r.later) && r.later[n].t <= rt {
+		e := &r.later[n]
+		if e.forget {
+			r.forget(e.island)
+		} else {
+			for _, id := range e.ids {
+				r.reg.Destroy(id)
+			}
+		}
+		n++
+	}
+	r.later = slices.Delete(r.later, 0, n)
+}
+
+// forget drops island id: lease, manifest, history, simulation, baselines.
+func (r *Receiver) forget(id uint32) {
+	delete(r.decor, id)
+	r.val.Forget(id)
+	r.st.Forget(id)
+	r.sim.forget(id)
+	delete(r.bases, id)
+	if i, found := slices.BinarySearch(r.known, id); found {
+		r.known = slices.Delete(r.known, i, i+1)
+	}
 }
 
 // Datagram decodes one datagram and pushes its fragments through assembly,
@@ -344,10 +420,11 @@ func (r *Receiver) Render(now int64) []IslandView {
 	r.asm.Expire(now)
 	r.clock.Advance(now)
 	rt, ok := r.clock.R()
-	r.ready = false
+	r.ready, r.shownViews = false, 0
 	if !ok {
 		return nil
 	}
+	r.applyDue(rt)
 	gen := r.clock.Generation()
 	r.shown = codec.ViewStamp{Timeline: r.welcome.Timeline, R: rt, Generation: gen, Age: max(r.clock.Stats().SnapshotAge, 0)}
 	frozen := r.clock.State() == store.Frozen
@@ -360,6 +437,9 @@ func (r *Receiver) Render(now int64) []IslandView {
 			v = r.st.Hold(id, rt, now, gen)
 		} else {
 			v = r.st.Evaluate(id, rt, now, gen)
+		}
+		if v != nil && v.Mode == store.Pending {
+			continue // not in existence yet at r: neither shown nor missing
 		}
 		if n == len(r.views) {
 			r.views = append(r.views, IslandView{})
@@ -380,6 +460,7 @@ func (r *Receiver) Render(now int64) []IslandView {
 			iv.Poses = append(iv.Poses, Pose{ID: mid, Handle: h, State: v.Poses[i]})
 		}
 	}
+	r.shownViews = n
 	return r.views[:n]
 }
 
@@ -420,7 +501,8 @@ func (r *Receiver) Stamp(dst *codec.ViewStamp, islands []uint32) {
 	}
 	for _, id := range islands[:min(len(islands), codec.MaxStampIslands)] {
 		is := codec.IslandStamp{Island: id}
-		if i, found := slices.BinarySearch(r.known, id); found && i < len(r.views) && r.views[i].Island == id && r.views[i].Mode != store.Empty {
+		i, found := slices.BinarySearchFunc(r.views[:r.shownViews], id, func(v IslandView, id uint32) int { return cmp.Compare(v.Island, id) })
+		if found && r.views[i].Mode != store.Empty {
 			v := &r.views[i]
 			is.Epoch, is.Segment, is.Valid = v.Right.Epoch, v.Segment, v.ValidAtR
 		}

@@ -2,6 +2,8 @@ package receiver
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/islandsync/islandsync/baseline"
@@ -30,8 +32,10 @@ type seedRig struct {
 	rx *Receiver
 	// dgs holds the datagrams of each broadcast to observer 1, by sequence.
 	dgs map[uint32][][]byte
-	now int64
-	seq uint32
+	// initial marks islands whose next frame is their first: Initial.
+	initial map[uint32]bool
+	now     int64
+	seq     uint32
 }
 
 func newSeedRig(t *testing.T) *seedRig {
@@ -45,7 +49,7 @@ func newSeedRigConfig(t *testing.T, cfg broadcast.Config) *seedRig {
 		t.Fatal(err)
 	}
 	rx, _ := New(Config{})
-	r := &seedRig{t: t, bc: bc, rx: rx, dgs: map[uint32][][]byte{}}
+	r := &seedRig{t: t, bc: bc, rx: rx, dgs: map[uint32][][]byte{}, initial: map[uint32]bool{}}
 	var members []island.MemberID
 	for _, isl := range []uint32{seedA, seedB, seedC} {
 		members = append(members, island.MemberID{Stable: uint64(100 + isl)})
@@ -85,11 +89,13 @@ func (r *seedRig) withhold(at island.Time, xs map[uint32]int64) [][]byte {
 	r.t.Helper()
 	r.seq++
 	var frames []*island.Frame
-	for _, isl := range []uint32{seedA, seedB, seedC} {
-		if x, ok := xs[isl]; ok {
-			frames = append(frames, &island.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 1, Config: 1, Seq: r.seq},
-				Time: at, Members: []island.Member{{ID: island.MemberID{Stable: uint64(100 + isl)}, State: island.State{X: float64(x) * posUnit}}}})
+	for _, isl := range slices.Sorted(maps.Keys(xs)) {
+		f := &island.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 1, Config: 1, Seq: r.seq},
+			Time: at, Members: []island.Member{{ID: island.MemberID{Stable: uint64(100 + isl)}, State: island.State{X: float64(xs[isl]) * posUnit}}}}
+		if r.initial[isl] {
+			f.Flags, r.initial[isl] = island.FlagInitial, false
 		}
+		frames = append(frames, f)
 	}
 	r.bc.Frames(frames)
 	ctl, dgs := r.bc.Take(1, nil, nil)
@@ -682,5 +688,92 @@ func TestSeedStamp(t *testing.T) {
 	r.bc.SetCritical(seedB, false)
 	if err := r.bc.CheckStamp(1, &vs, []uint32{seedA, seedB}); err != nil {
 		t.Fatalf("B decoration on the authority too: %v", err)
+	}
+}
+
+// TestSpawnAndDestroyOnTime: objects appear and go when playback reaches
+// their authority time, not when the news arrives (about one interpolation
+// delay earlier). Island D is spawned at 1.50 s — Announce, Lease and
+// Manifest go out with its first, Initial frame — and B is destroyed and
+// forgotten at 1.50 s, its frames going on until then. While r is before
+// 1.50 s, D is not shown (and the view stays ready) and B is shown, its
+// identity live; from r = 1.50 s D is shown and B is gone. A Forget whose
+// time playback has passed takes effect at once and is counted; a Manifest
+// of an island whose Forget waits cancels it.
+func TestSpawnAndDestroyOnTime(t *testing.T) {
+	r := newSeedRig(t)
+	const seedD, spawn = 4, island.Time(1_500_000)
+	all := func(at island.Time) map[uint32]int64 {
+		return map[uint32]int64{seedA: int64(at / 100), seedB: 5000, seedC: 1}
+	}
+	for r.seq < 24 { // 0.05 … 1.20 s
+		at := island.Time(r.seq+1) * 50_000
+		r.feedBack(r.broadcast(at, all(at)))
+		r.rx.Render(r.now)
+	}
+	apply := func(ms ...codec.Message) {
+		for _, m := range ms {
+			if err := r.bc.Apply(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	d, b := island.MemberID{Stable: 100 + seedD}, island.MemberID{Stable: 100 + seedB}
+	live := func(id island.MemberID) bool {
+		found := false
+		r.rx.Identities(func(x island.MemberID) { found = found || x == id })
+		return found
+	}
+	var before, after int
+	for at := island.Time(1_250_000); at <= 1_800_000; at += 50_000 {
+		xs := all(at)
+		if at == spawn {
+			apply(codec.Announce{Time: spawn, IDs: []island.MemberID{d}}, codec.Lease{Island: seedD, Epoch: 1, Owner: 1},
+				codec.Manifest{Island: seedD, Topology: 1, Config: 1, Members: []island.MemberID{d}},
+				codec.Forget{Island: seedB, Time: spawn}, codec.Destroy{Time: spawn, IDs: []island.MemberID{b}})
+			r.initial[seedD] = true
+		}
+		if at >= spawn {
+			delete(xs, seedB)
+			xs[seedD] = 7000
+		}
+		r.feedBack(r.broadcast(at, xs))
+		for range 5 {
+			views := r.rx.Render(r.now)
+			r.now += 10_000
+			_, hasD := viewOf(views, seedD)
+			vb, hasB := viewOf(views, seedB)
+			if len(views) == 0 {
+				t.Fatal("no views")
+			}
+
+			if views[0].R < spawn {
+				if hasD || !hasB || !vb.ValidAtR || !live(b) || !r.rx.ViewReady() {
+					t.Fatalf("r %d, before the spawn: D shown %v, B shown %v valid %v live %v, ready %v", views[0].R, hasD, hasB, vb.ValidAtR, live(b), r.rx.ViewReady())
+				}
+				before++
+			} else {
+				if !hasD || hasB || live(b) {
+					t.Fatalf("r %d, from the spawn on: D shown %v, B shown %v live %v", views[0].R, hasD, hasB, live(b))
+				}
+				after++
+			}
+		}
+		r.now -= 50_000
+	}
+	if before == 0 || after == 0 || r.rx.Stats().LateEvents != 0 {
+		t.Fatalf("%d renders before the spawn, %d after, %d late events", before, after, r.rx.Stats().LateEvents)
+	}
+	// A Forget of a time playback has passed: at once, counted.
+	apply(codec.Forget{Island: seedC, Time: 1_000_000})
+	r.feedBack(r.broadcast(1_850_000, map[uint32]int64{seedA: 1, seedD: 1}))
+	if _, ok := viewOf(r.rx.Render(r.now), seedC); ok || r.rx.Stats().LateEvents != 1 {
+		t.Fatalf("a late Forget: C still shown %v, %d late events", ok, r.rx.Stats().LateEvents)
+	}
+	// A Manifest after a waiting Forget: the island lives on.
+	apply(codec.Forget{Island: seedA, Time: 5_000_000}, codec.Manifest{Island: seedA, Topology: 1, Config: 1, Members: []island.MemberID{{Stable: 100 + seedA}}})
+	r.feedBack(r.broadcast(1_900_000, map[uint32]int64{seedA: 1, seedD: 1}))
+	if st := r.rx.Stats(); st.PendingEvents != 0 {
+		t.Fatalf("%d events still wait after the Manifest", st.PendingEvents)
 	}
 }

@@ -60,14 +60,21 @@ type Stats struct {
 	BytesReceived   uint64 // bytes of the datagrams pushed, valid or not
 	FramesCommitted uint64 // frames validated and stored
 	Timelines       uint64 // authority timelines seen (restarts + 1)
-	Reconnects      uint64 // Welcomes of an already known timeline
-	Decode          DecodeStats
-	Control         ControlStats
-	Wire            WireStats
-	Assembler       assembler.Stats
-	Validator       validator.Stats
-	Store           store.Stats
-	Clock           store.ClockStats
+	// LateEvents counts Destroy and Forget messages whose authority time
+	// playback had already passed when they arrived (or that found the
+	// queue of those waiting full): they took effect at once.
+	LateEvents uint64
+	// PendingEvents is how many Destroy and Forget messages wait for
+	// playback to reach their time.
+	PendingEvents int
+	Reconnects    uint64 // Welcomes of an already known timeline
+	Decode        DecodeStats
+	Control       ControlStats
+	Wire          WireStats
+	Assembler     assembler.Stats
+	Validator     validator.Stats
+	Store         store.Stats
+	Clock         store.ClockStats
 	// SimOverBudget counts continuations past Config.MaxSimWork in their
 	// Render, shown along the members' velocities instead.
 	SimOverBudget uint64
@@ -83,6 +90,7 @@ func (r *Receiver) Stats() Stats {
 	s.Store = r.st.Stats()
 	s.Clock = r.clock.Stats()
 	s.SimOverBudget, s.SimBodies = r.sim.overBudget, r.sim.bodies
+	s.PendingEvents = len(r.later)
 	return s
 }
 

@@ -98,7 +98,7 @@ func (a *Authority) Restart() {
 	var ids []island.MemberID
 	for _, st := range a.stages {
 		for _, is := range st.w.Islands() {
-			a.ctl = append(a.ctl, codec.Forget{Island: is.ID})
+			a.ctl = append(a.ctl, codec.Forget{Island: is.ID, Time: a.time})
 			for _, b := range is.Members {
 				ids = append(ids, b.ID)
 			}
@@ -121,7 +121,7 @@ func (a *Authority) drain(st *stage) {
 		case physics.LeaseChanged:
 			a.ctl = append(a.ctl, codec.Lease(st.w.Island(e.Island).Lease()))
 		case physics.IslandGone:
-			a.ctl = append(a.ctl, codec.Forget{Island: e.Island})
+			a.ctl = append(a.ctl, codec.Forget{Island: e.Island, Time: st.w.Time()})
 		case physics.SegmentCut:
 			a.ctl = append(a.ctl, codec.Cut{Island: e.Island, Segment: e.Segment, Time: e.Time})
 		}

@@ -15,6 +15,10 @@ func (s *Store) Clone(auth Authority, ext Extrapolator) *Store {
 		for i, f := range h.frames {
 			g.frames[i] = f.Clone()
 		}
+		g.prev = make([]*validator.Validated, len(h.prev))
+		for i, f := range h.prev {
+			g.prev[i] = f.Clone()
+		}
 		g.spare = nil
 		g.shown = append(h.shown[:0:0], h.shown...)
 		g.offsets = append(h.offsets[:0:0], h.offsets...)

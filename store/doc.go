@@ -8,7 +8,12 @@
 //     validator.Validated frames. Commit is compare-and-commit: if the
 //     island's lease, topology or config changed since validation, the whole
 //     frame is discarded (CommitVersionChanged). A frame under a new version
-//     replaces the history wholesale.
+//     (a topology or config change, a hand-off) starts a new history; the
+//     replaced one goes on being shown while playback is before the new
+//     version's first frame — a change takes effect at its authority time,
+//     not when its frames arrive — and then goes, with what was shown of it.
+//     An island whose first frame is an Initial one later than r is Pending:
+//     it does not exist yet at r (spawned, split off, merged).
 //   - Clock: one playout clock per observer: states Waiting,
 //     Playing, Frozen; adaptive delay D from the 95th percentile G of the last
 //     64 advancing arrival intervals (recomputed once per second), Dtarget = clamp(G + T, 2T, max(2T,

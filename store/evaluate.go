@@ -28,10 +28,15 @@ const (
 	// SegmentCut: the bracketing frames are in different continuity
 	// segments; the right frame's state is shown, never an interpolation.
 	SegmentCut
+	// Pending: the island does not exist yet at r — its first frame is an
+	// Initial one (a new island: spawned, split off, merged, handed over)
+	// later than r, and nothing came before it. Not shown, and not missing
+	// either: it appears when playback reaches that frame.
+	Pending
 )
 
 func (m Mode) String() string {
-	return [...]string{"empty", "hold-oldest", "interpolate", "extrapolate", "stale", "segment-cut", "unknown"}[min(m, SegmentCut+1)]
+	return [...]string{"empty", "hold-oldest", "interpolate", "extrapolate", "stale", "segment-cut", "pending", "unknown"}[min(m, Pending+1)]
 }
 
 // View is one island evaluated at one playback time: the poses of every
@@ -64,37 +69,52 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 	}
 	v := &s.view
 	*v = View{Island: islandID, R: r, Generation: gen, Handles: v.Handles[:0], Poses: v.Poses[:0]}
-	if len(h.frames) == 0 {
+	// The version a newer one replaced goes on until playback reaches the
+	// newer one's first frame; then it goes, with what was shown of it.
+	fr := h.frames
+	h.onPrev = false
+	if len(h.prev) > 0 {
+		if len(h.frames) == 0 || r < h.frames[0].Time() {
+			fr, h.onPrev = h.prev, true
+		} else {
+			h.dropPrev()
+		}
+	}
+	if len(fr) == 0 {
 		v.Mode = Empty
 		h.mode = Empty
 		return v
 	}
+	if !h.onPrev && r < fr[0].Time() && fr[0].Flags()&island.FlagInitial != 0 && !h.evaluated {
+		v.Mode = Pending // an island that does not exist yet at r
+		return v
+	}
 	// One frame pair for the whole island.
 	j := 0
-	for j < len(h.frames) && h.frames[j].Time() < r {
+	for j < len(fr) && fr[j].Time() < r {
 		j++
 	}
 	var left, right *validator.Validated
 	switch {
-	case j == len(h.frames):
-		left = h.frames[j-1]
-	case h.frames[j].Time() == r:
-		left, right = h.frames[j], h.frames[j]
+	case j == len(fr):
+		left = fr[j-1]
+	case fr[j].Time() == r:
+		left, right = fr[j], fr[j]
 	case j == 0:
-		right = h.frames[0]
+		right = fr[0]
 	default:
-		left, right = h.frames[j-1], h.frames[j]
+		left, right = fr[j-1], fr[j]
 	}
 	// A cut ends the older segment at its authority time: past it, without
 	// a frame of the new segment, there is nothing valid to show.
-	if h.haveCut && r >= h.cutAt && h.frames[len(h.frames)-1].Segment() != h.cutSeg &&
-		island.SeqNewer(h.cutSeg, h.frames[len(h.frames)-1].Segment()) {
+	if h.haveCut && r >= h.cutAt && fr[len(fr)-1].Segment() != h.cutSeg &&
+		island.SeqNewer(h.cutSeg, fr[len(fr)-1].Segment()) {
 		v.Mode = Empty
 		h.mode = Empty
 		h.smoothing = false
 		return v
 	}
-	n := h.frames[0].Len() // every frame of a history shares one manifest
+	n := fr[0].Len() // every frame of a history shares one manifest
 	v.Poses = resizeStates(v.Poses, n)
 	src := left
 	// Between the old segment's last frame and a known cut, the old segment
@@ -198,14 +218,14 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 func (s *Store) Hold(islandID uint32, r island.Time, now int64, gen uint32) *View {
 	h := s.islands[islandID]
 	cut := h != nil && h.haveCut && r >= h.cutAt && h.cutSeg != h.shownSeg && island.SeqNewer(h.cutSeg, h.shownSeg)
-	if h == nil || !h.evaluated || len(h.frames) == 0 || len(h.shown) == 0 || h.last.Mode == Empty || cut {
+	if h == nil || !h.evaluated || len(h.active()) == 0 || len(h.shown) == 0 || h.last.Mode == Empty || cut {
 		return s.Evaluate(islandID, r, now, gen) // a cut ends the held segment too
 	}
 	v := &s.view
 	handles, poses := v.Handles[:0], append(v.Poses[:0], h.shown...)
 	*v = h.last
 	v.Poses = poses
-	src := h.frames[len(h.frames)-1]
+	src := h.active()[len(h.active())-1]
 	for i := 0; i < src.Len(); i++ {
 		handles = append(handles, src.Handle(i))
 	}

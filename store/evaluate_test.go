@@ -214,7 +214,8 @@ func TestVersionRaces(t *testing.T) {
 			t.Fatalf("%s: history changed by a discarded frame", name)
 		}
 	}
-	// A frame under the new version invalidates the old history wholesale.
+	// A frame under the new version starts a new history; the old one goes
+	// on until playback reaches the new one's first frame, then goes.
 	w := newWorld(t, 4, Config{})
 	for k := 0; k < 3; k++ {
 		w.commit(t, 0, w.frame(island.Time(k*50_000), 0, func(int) island.State { return island.State{} }))
@@ -223,8 +224,14 @@ func TestVersionRaces(t *testing.T) {
 	w.lease.Epoch = 3
 	w.v.SetLease(w.lease)
 	w.commit(t, 1500, w.frame(200_000, 0, func(int) island.State { return island.State{} }))
-	if st := w.s.Stats(); w.s.Frames(7) != 1 || st.Invalidations != 1 || st.HandoffLatencyLast != 500 {
+	if st := w.s.Stats(); w.s.Frames(7) != 4 || st.Invalidations != 1 || st.HandoffLatencyLast != 500 {
 		t.Fatalf("frames %d stats %+v", w.s.Frames(7), st)
+	}
+	if v := w.s.Evaluate(7, 120_000, 2000, 1); v.Mode != Extrapolate || v.Left.Epoch != 2 {
+		t.Fatalf("before the new version's first frame: %v from epoch %d", v.Mode, v.Left.Epoch)
+	}
+	if v := w.s.Evaluate(7, 200_000, 2010, 1); v.Mode != Interpolate || v.Left.Epoch != 3 || w.s.Frames(7) != 1 {
+		t.Fatalf("at the new version's first frame: %v from epoch %d, %d frames held", v.Mode, v.Left.Epoch, w.s.Frames(7))
 	}
 }
 

@@ -99,6 +99,10 @@ type history struct {
 	stamp  validator.Stamp
 	frames []*validator.Validated
 	spare  []*validator.Validated
+	// prev is the version frames replaced (its frames, oldest first), shown
+	// while playback is before frames' first; onPrev: the last view was.
+	prev   []*validator.Validated
+	onPrev bool
 	// playout state
 	mode       Mode
 	shown      []island.State // last poses handed out
@@ -212,7 +216,7 @@ func (s *Store) commit(now int64, vf *validator.Validated) CommitResult {
 			s.stats.HandoffLatencyMax = max(s.stats.HandoffLatencyMax, lat)
 			h.leaseSeen = false
 		}
-		h.invalidate()
+		h.supersede()
 		h.stamp = st
 		s.stats.Invalidations++
 	}
@@ -259,10 +263,46 @@ func (h *history) take(vf *validator.Validated) *validator.Validated {
 	return f
 }
 
-// invalidate drops every frame: they belong to an older version.
+// supersede starts a new version's history: the frames held so far become
+// prev, shown while playback is before the new version's first frame —
+// they end where the new version starts (a topology change, a hand-off).
+// With nothing held, an older prev stays the one shown.
+func (h *history) supersede() {
+	if len(h.frames) == 0 {
+		return
+	}
+	h.spare = append(h.spare, h.prev...)
+	h.prev = append(h.prev[:0], h.frames...)
+	h.frames = h.frames[:0]
+}
+
+// dropPrev lets the replaced version go once playback reached the new one:
+// what was shown of it goes too (other members, other joints), so the new
+// version starts afresh.
+func (h *history) dropPrev() {
+	h.spare = append(h.spare, h.prev...)
+	h.prev = h.prev[:0]
+	h.onPrev = false
+	h.mode = Empty
+	h.smoothing = false
+	h.evaluated = false
+	h.held = false
+	h.shown = h.shown[:0]
+}
+
+// active is the frames the last view came from.
+func (h *history) active() []*validator.Validated {
+	if h.onPrev {
+		return h.prev
+	}
+	return h.frames
+}
+
+// invalidate drops every frame, those of a replaced version too.
 func (h *history) invalidate() {
 	h.spare = append(h.spare, h.frames...)
-	h.frames = h.frames[:0]
+	h.spare = append(h.spare, h.prev...)
+	h.frames, h.prev, h.onPrev = h.frames[:0], h.prev[:0], false
 	h.mode = Empty
 	h.smoothing = false
 	h.evaluated = false
@@ -296,10 +336,11 @@ func (s *Store) Forget(islandID uint32) { delete(s.islands, islandID) }
 // Reset removes every island and its history; counters are kept.
 func (s *Store) Reset() { clear(s.islands) }
 
-// Frames returns how many frames the island's history holds.
+// Frames returns how many frames the island's history holds (a replaced
+// version's still shown included).
 func (s *Store) Frames(islandID uint32) int {
 	if h := s.islands[islandID]; h != nil {
-		return len(h.frames)
+		return len(h.frames) + len(h.prev)
 	}
 	return 0
 }
@@ -307,7 +348,7 @@ func (s *Store) Frames(islandID uint32) int {
 // Stats are the store's diagnostics: what the player saw, not only what arrived.
 type Stats struct {
 	Commits            [NumCommitResults]uint64 // per CommitResult
-	Invalidations      uint64                   // histories dropped wholesale on a version change
+	Invalidations      uint64                   // histories replaced by a new version (the old one shown until r reaches it)
 	StaleCleanups      uint64                   // histories dropped after staying Stale past StaleCleanup
 	Recoveries         uint64                   // smoothed recoveries from extrapolation or freeze
 	Snaps              uint64                   // recoveries applied at once (flags, cut, distance)
@@ -330,7 +371,7 @@ func (s *Store) Stats() Stats {
 	st := s.stats
 	st.BufferedFrames = 0
 	for _, h := range s.islands {
-		st.BufferedFrames += len(h.frames)
+		st.BufferedFrames += len(h.frames) + len(h.prev)
 	}
 	return st
 }

@@ -152,6 +152,7 @@ func TestClockTrace(t *testing.T) {
 //	commit t=100 [seg=0] [x=0] [vx=0] [flags=initial|releasing] [now=0]
 //	                              a frame: member i at (x, i) moving at vx m/s; prints the result
 //	cut seg=1 t=104               a Cut control message
+//	topology                      a new topology of the island (the manifest's generation bumps)
 //	evaluate r=101.5 [now=0] [gen=1]   prints mode, validity, sample time, segment and poses
 //	hold r=101.5 [now=0] [gen=1]       the same for Hold (the clock Frozen)
 //	stats                         the store's diagnostics: local time spent extrapolating and
@@ -213,6 +214,12 @@ func TestEvaluateTrace(t *testing.T) {
 				st := w.s.Stats()
 				return fmt.Sprintf("extrapolating=%s stale=%s frames=%d recoveries=%d snaps=%d", fmtMS(st.ExtrapolationTime),
 					fmtMS(st.FreezeTime), st.BufferedFrames, st.Recoveries, st.Snaps)
+			case "topology":
+				w.man.Topology++
+				if err := w.v.SetManifest(w.man); err != nil {
+					t.Fatal(err)
+				}
+				return ""
 			case "cut":
 				var seg uint32
 				td.ScanArgs(t, "seg", &seg)
