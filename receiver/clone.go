@@ -1,6 +1,8 @@
 package receiver
 
 import (
+	"maps"
+
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/localsim"
@@ -34,6 +36,7 @@ func (r *Receiver) Clone() *Receiver {
 		c.later[i] = e
 		c.later[i].ids = append([]island.MemberID(nil), e.ids...)
 	}
+	c.spawnAt, c.spawnOf = maps.Clone(r.spawnAt), maps.Clone(r.spawnOf)
 	c.decor = make(map[uint32]bool, len(r.decor))
 	for id := range r.decor {
 		c.decor[id] = true

@@ -34,8 +34,10 @@
 //   - Lease changes reach the store, which reports hand-off latency.
 //   - Changes happen at their authority time, not when their news arrives
 //     (about one interpolation delay earlier): an island new at r — its
-//     first frame an Initial one later than r (spawned, split off, merged)
-//     — is not shown yet and does not count against ViewReady; a new
+//     first frame an Initial one later than r (spawned, split off, merged),
+//     or its identities announced for a later time (so a lost Initial
+//     frame does not show it early) — is not shown yet and does not count
+//     against ViewReady; a new
 //     version of an island (topology, config, owner) is shown from its
 //     first frame on, the old one until then (package store); a Destroy
 //     tombstones its identities and a Forget drops its island when playback

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/islandsync/islandsync/assembler"
@@ -104,13 +105,15 @@ type Receiver struct {
 	timelines   uint32   // local timeline counter: bumps on every new authority timeline
 	known       []uint32 // islands with a manifest, ascending
 	views       []IslandView
-	ready       bool                    // the last Render showed every critical island valid at r
-	decor       map[uint32]bool         // islands the game said are not critical to interaction
-	shown       codec.ViewStamp         // the last Render's r, generation and age (Islands unused)
-	shownViews  int                     // how many views the last Render returned
-	later       []timedEvent            // Destroy and Forget messages waiting for playback to reach their time, by time
-	bases       map[uint32]*islandBases // wire 3 decode baselines, by island
-	newestSeq   uint32                  // newest broadcast sequence of a wire-3 datagram
+	ready       bool                            // the last Render showed every critical island valid at r
+	decor       map[uint32]bool                 // islands the game said are not critical to interaction
+	shown       codec.ViewStamp                 // the last Render's r, generation and age (Islands unused)
+	shownViews  int                             // how many views the last Render returned
+	later       []timedEvent                    // Destroy and Forget messages waiting for playback to reach their time, by time
+	spawnAt     map[island.MemberID]island.Time // identities announced for a time playback has not reached
+	spawnOf     map[uint32]island.Time          // islands of such identities: not shown before that time
+	bases       map[uint32]*islandBases         // wire 3 decode baselines, by island
+	newestSeq   uint32                          // newest broadcast sequence of a wire-3 datagram
 	seenSeq     bool
 	pruneAt     int               // the next island of known pruneSome visits
 	arrivals    baseline.Arrivals // wire-3 datagrams that arrived, for Received
@@ -161,7 +164,8 @@ func New(cfg Config) (*Receiver, error) {
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
 	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, cdec: codec.NewControlDecoder(cfg.Control), asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
-		bases: make(map[uint32]*islandBases), decor: map[uint32]bool{}}
+		bases: make(map[uint32]*islandBases), decor: map[uint32]bool{},
+		spawnAt: map[island.MemberID]island.Time{}, spawnOf: map[uint32]island.Time{}}
 	r.clock = store.NewClock(cfg.Clock)
 	if r.cfg.MaxSimBodies <= 0 {
 		r.cfg.MaxSimBodies = DefaultMaxSimBodies
@@ -194,6 +198,8 @@ func (r *Receiver) resetControl() {
 	r.arrivals, r.arrivalsNew = baseline.Arrivals{}, false
 	r.keyReq = r.keyReq[:0]
 	r.later = r.later[:0]
+	clear(r.spawnAt)
+	clear(r.spawnOf)
 }
 
 // Control applies one reliable control message from the authority, in
@@ -276,6 +282,17 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 				return fmt.Errorf("%w: announce %v: %w", ErrRefused, id, err)
 			}
 		}
+		// Identities that come into existence ahead of playback: an island
+		// they make is not shown before their time, even if its first
+		// (Initial) frame is lost.
+		if rt, ok := r.clock.R(); m.Time != 0 && (!ok || m.Time > rt) {
+			for _, id := range m.IDs {
+				if len(r.spawnAt) >= maxSpawns {
+					break
+				}
+				r.spawnAt[id] = m.Time
+			}
+		}
 	case codec.Destroy:
 		if !r.due(m.Time) {
 			r.postpone(timedEvent{t: m.Time, ids: slices.Clone(m.IDs)})
@@ -299,6 +316,13 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		}
 		if i, found := slices.BinarySearch(r.known, m.Island); !found {
 			r.known = slices.Insert(r.known, i, m.Island)
+		}
+		var spawn island.Time
+		for _, id := range m.Members {
+			spawn = max(spawn, r.spawnAt[id])
+		}
+		if spawn != 0 {
+			r.spawnOf[m.Island] = spawn
 		}
 		// The island lives on: a Forget of it still waiting is void.
 		r.later = slices.DeleteFunc(r.later, func(e timedEvent) bool { return e.forget && e.island == m.Island })
@@ -375,8 +399,30 @@ func (r *Receiver) applyDue(rt island.Time) {
 	r.later = slices.Delete(r.later, 0, n)
 }
 
+// maxSpawns caps the identities whose spawn time playback has not reached
+// that the receiver remembers; past it, the islands they make are shown
+// from their first frame alone.
+const maxSpawns = 65536
+
+// notYet reports whether island id does not exist yet at playback time rt:
+// made of identities announced for a later time. Once rt reaches that time
+// the island is remembered no more, nor are identities whose time passed.
+func (r *Receiver) notYet(id uint32, rt island.Time) bool {
+	t, ok := r.spawnOf[id]
+	if !ok {
+		return false
+	}
+	if rt < t {
+		return true
+	}
+	delete(r.spawnOf, id)
+	maps.DeleteFunc(r.spawnAt, func(_ island.MemberID, at island.Time) bool { return at <= rt })
+	return false
+}
+
 // forget drops island id: lease, manifest, history, simulation, baselines.
 func (r *Receiver) forget(id uint32) {
+	delete(r.spawnOf, id)
 	delete(r.decor, id)
 	r.val.Forget(id)
 	r.st.Forget(id)
@@ -438,7 +484,7 @@ func (r *Receiver) Render(now int64) []IslandView {
 		} else {
 			v = r.st.Evaluate(id, rt, now, gen)
 		}
-		if v != nil && v.Mode == store.Pending {
+		if (v != nil && v.Mode == store.Pending) || r.notYet(id, rt) {
 			continue // not in existence yet at r: neither shown nor missing
 		}
 		if n == len(r.views) {

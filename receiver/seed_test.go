@@ -777,3 +777,53 @@ func TestSpawnAndDestroyOnTime(t *testing.T) {
 		t.Fatalf("%d events still wait after the Manifest", st.PendingEvents)
 	}
 }
+
+// TestSpawnWithoutItsFirstFrame: island D is spawned at 1.50 s and the
+// datagram with its first (Initial) frame is lost; its next frames arrive
+// while r is still before 1.50 s. D is still not shown before 1.50 s — its
+// identity was announced for 1.50 s — and is shown from then on.
+func TestSpawnWithoutItsFirstFrame(t *testing.T) {
+	r := newSeedRig(t)
+	const seedD, spawn = 4, island.Time(1_500_000)
+	d := island.MemberID{Stable: 100 + seedD}
+	var before, after int
+	render := func() {
+		for range 5 {
+			views := r.rx.Render(r.now)
+			r.now += 10_000
+			_, hasD := viewOf(views, seedD)
+			switch {
+			case len(views) == 0:
+			case views[0].R < spawn && hasD:
+				t.Fatalf("r %d: D shown before its spawn", views[0].R)
+			case views[0].R < spawn:
+				before++
+			case !hasD:
+				t.Fatalf("r %d: D not shown after its spawn", views[0].R)
+			default:
+				after++
+			}
+		}
+		r.now -= 50_000
+	}
+	for at := island.Time(50_000); at < spawn; at += 50_000 {
+		r.feedBack(r.broadcast(at, map[uint32]int64{seedA: int64(at / 100), seedB: 1, seedC: 1}))
+		render()
+	}
+	for _, m := range []codec.Message{codec.Announce{Time: spawn, IDs: []island.MemberID{d}}, codec.Lease{Island: seedD, Epoch: 1, Owner: 1},
+		codec.Manifest{Island: seedD, Topology: 1, Config: 1, Members: []island.MemberID{d}}} {
+		if err := r.bc.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.initial[seedD] = true
+	_ = r.withhold(spawn, map[uint32]int64{seedA: 15000, seedB: 1, seedC: 1, seedD: 7000}) // lost
+	render()
+	for at := spawn + 50_000; at <= 1_800_000; at += 50_000 {
+		r.broadcast(at, map[uint32]int64{seedA: int64(at / 100), seedB: 1, seedC: 1, seedD: 7000}) // no feedback: keyframes
+		render()
+	}
+	if before < 5 || after == 0 {
+		t.Fatalf("%d renders before the spawn, %d after: the run proves little", before, after)
+	}
+}
