@@ -427,7 +427,8 @@ func (b *Broadcaster) FeedbackBytes(id ObserverID, p []byte) (int, error) {
 }
 
 // Apply records one authority change — Announce, Destroy, Lease, Manifest,
-// Physics (of the current manifest; refused otherwise), Forget or Cut — and
+// Physics (of the current manifest; refused otherwise), Spawn (of the
+// current manifest's size), Forget or Cut — and
 // queues it, in order, to every observer it concerns:
 // identities to all, island messages to the island's subscribers.
 func (b *Broadcaster) Apply(m codec.Message) error {
@@ -493,6 +494,12 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		}
 	case codec.Cut:
 		b.queueAll(m, &m.Island) // an event, not state: late joiners get the new segment's frames
+	case codec.Spawn:
+		if man, ok := b.manifests[m.Island]; !ok || len(man.Members) != len(m.Members) {
+			return ErrBadMessage
+		}
+		m.Members = slices.Clone(m.Members)
+		b.queueAll(m, &m.Island) // an event: late joiners get keyframes
 
 	default:
 		return ErrDirection

@@ -109,6 +109,8 @@ func (t MessageType) String() string {
 		return "forget"
 	case TypeCut:
 		return "cut"
+	case TypeSpawn:
+		return "spawn"
 	case TypePhysics:
 		return "physics"
 	case TypeReceived:
@@ -157,6 +159,8 @@ func TypeOf(m Message) MessageType {
 		return TypeForget
 	case Cut:
 		return TypeCut
+	case Spawn:
+		return TypeSpawn
 	case Physics:
 		return TypePhysics
 	case Subscribe:
@@ -282,6 +286,8 @@ func (p *ctlParser) message(t MessageType, lim *ControlLimits) (Message, error) 
 		return p.forget()
 	case TypeCut:
 		return p.cut()
+	case TypeSpawn:
+		return p.spawn(lim.MaxMembers)
 	case TypeSubscribe:
 		return p.subscribe(lim.MaxIslands)
 	case TypeHello:

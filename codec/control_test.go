@@ -34,6 +34,9 @@ func controlCases() []struct {
 		{"lease", Lease{Island: 7, Epoch: 2, Owner: 3}},
 		{"manifest", Manifest{Island: 7, Topology: 3, Config: 2, Members: ids}},
 		{"forget", Forget{Island: 7, Time: 2_500_000}},
+		{"spawn", Spawn{Island: 7, Time: 2_500_000, Segment: 1, Members: []island.Member{
+			{ID: island.MemberID{Stable: 10}, State: island.State{X: 1.5, Y: -2, Angle: 0.25, VX: 3}},
+			{ID: island.MemberID{Stable: 11, Generation: 2}, State: island.State{X: 2.5, Y: -2, AngVel: -1}}}}},
 		{"cut", Cut{Island: 7, Segment: 2, Time: 2_000_000}},
 		{"subscribe-all", Subscribe{All: true}},
 		{"subscribe-list", Subscribe{Islands: []uint32{1, 7, 40}}},

@@ -74,7 +74,7 @@
 // # Control messages
 //
 // The reliable control stream (server → observer: Welcome, Announce,
-// Destroy, Lease, Manifest, Physics, Forget, Cut; observer → server:
+// Destroy, Lease, Manifest, Physics, Spawn, Forget, Cut; observer → server:
 // Hello, Subscribe, Received, Keyframes) uses
 // the same style: each message type implements Message (Type, Size,
 // Append) in a file of its own (control_*.go; Physics in physics.go), and

@@ -37,7 +37,9 @@
 //     first frame an Initial one later than r (spawned, split off, merged),
 //     or its identities announced for a later time (so a lost Initial
 //     frame does not show it early) — is not shown yet and does not count
-//     against ViewReady; a new
+//     against ViewReady; a Spawn gives its state at that time on the
+//     reliable stream, committed as its first frame, so it is shown valid
+//     from then on even when that frame's datagram is lost; a new
 //     version of an island (topology, config, owner) is shown from its
 //     first frame on, the old one until then (package store); a Destroy
 //     tombstones its identities and a Forget drops its island when playback

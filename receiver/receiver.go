@@ -332,6 +332,10 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		}
 	case codec.Cut:
 		r.st.Cut(m.Island, m.Segment, m.Time)
+	case codec.Spawn:
+		if err := r.spawn(now, &m); err != nil {
+			return fmt.Errorf("%w: spawn of island %d: %w", ErrRefused, m.Island, err)
+		}
 	case codec.Forget:
 		if !r.due(m.Time) {
 			r.postpone(timedEvent{t: m.Time, forget: true, island: m.Island})
@@ -397,6 +401,34 @@ func (r *Receiver) applyDue(rt island.Time) {
 		n++
 	}
 	r.later = slices.Delete(r.later, 0, n)
+}
+
+// errNotLive: a Spawn of an island without a lease and manifest.
+var errNotLive = errors.New("no lease and manifest for the island")
+
+// spawn takes an island's initial state from the reliable stream as its
+// first frame — Initial, of its lease's epoch and its manifest's topology
+// and config, at the spawn's time — validated like any frame. It does not
+// feed the playout clock (it is no arrival of a frame), and the island's
+// own first frame, of the same time, then finds it held.
+func (r *Receiver) spawn(now int64, m *codec.Spawn) error {
+	l, okL := r.val.Lease(m.Island)
+	man, okM := r.val.Manifest(m.Island)
+	if !okL || !okM {
+		return errNotLive
+	}
+	r.ids, r.states = r.ids[:0], r.states[:0]
+	for i := range m.Members {
+		r.ids = append(r.ids, m.Members[i].ID)
+		r.states = append(r.states, m.Members[i].State)
+	}
+	reason, vf := r.val.ValidateStates(validator.Header{Sender: l.Owner, Time: m.Time, Segment: m.Segment, Flags: island.FlagInitial,
+		Key: island.Key{Island: m.Island, Epoch: l.Epoch, Topology: man.Topology, Config: man.Config}}, r.ids, r.states)
+	if reason != validator.OK {
+		return errors.New(reason.String())
+	}
+	r.st.Commit(now, vf)
+	return nil
 }
 
 // maxSpawns caps the identities whose spawn time playback has not reached

@@ -781,7 +781,9 @@ func TestSpawnAndDestroyOnTime(t *testing.T) {
 // TestSpawnWithoutItsFirstFrame: island D is spawned at 1.50 s and the
 // datagram with its first (Initial) frame is lost; its next frames arrive
 // while r is still before 1.50 s. D is still not shown before 1.50 s — its
-// identity was announced for 1.50 s — and is shown from then on.
+// identity was announced for 1.50 s — and from then on it is shown, valid:
+// its Spawn gave its state at 1.50 s on the reliable stream, so playback
+// interpolates from it to the next frame.
 func TestSpawnWithoutItsFirstFrame(t *testing.T) {
 	r := newSeedRig(t)
 	const seedD, spawn = 4, island.Time(1_500_000)
@@ -801,6 +803,9 @@ func TestSpawnWithoutItsFirstFrame(t *testing.T) {
 			case !hasD:
 				t.Fatalf("r %d: D not shown after its spawn", views[0].R)
 			default:
+				if v, _ := viewOf(views, seedD); !v.ValidAtR {
+					t.Fatalf("r %d: D shown %v, not valid, after its spawn", views[0].R, v.Mode)
+				}
 				after++
 			}
 		}
@@ -811,7 +816,8 @@ func TestSpawnWithoutItsFirstFrame(t *testing.T) {
 		render()
 	}
 	for _, m := range []codec.Message{codec.Announce{Time: spawn, IDs: []island.MemberID{d}}, codec.Lease{Island: seedD, Epoch: 1, Owner: 1},
-		codec.Manifest{Island: seedD, Topology: 1, Config: 1, Members: []island.MemberID{d}}} {
+		codec.Manifest{Island: seedD, Topology: 1, Config: 1, Members: []island.MemberID{d}},
+		codec.Spawn{Island: seedD, Time: spawn, Members: []island.Member{{ID: d, State: island.State{X: 7000 * posUnit}}}}} {
 		if err := r.bc.Apply(m); err != nil {
 			t.Fatal(err)
 		}

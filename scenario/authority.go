@@ -88,6 +88,13 @@ func (a *Authority) build() {
 	a.ctl = append(a.ctl, codec.Announce{Time: a.time, IDs: ids})
 	for _, st := range a.stages {
 		a.drain(st)
+		// Each island comes into existence now, in this state: its Spawn
+		// goes on the reliable stream after its Lease and Manifest.
+		for _, is := range st.w.Islands() {
+			var f island.Frame
+			st.w.Sample(is, &f)
+			a.ctl = append(a.ctl, codec.Spawn{Island: is.ID, Time: f.Time, Segment: f.Segment, Members: f.Members})
+		}
 	}
 }
 
