@@ -13,6 +13,7 @@ import (
 	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/stamp"
 	"github.com/islandsync/islandsync/store"
+	"github.com/islandsync/islandsync/validator"
 )
 
 // The design notes' worked example of decoding against a declared baseline,
@@ -34,6 +35,9 @@ type seedRig struct {
 	dgs map[uint32][][]byte
 	// initial marks islands whose next frame is their first: Initial.
 	initial map[uint32]bool
+	// topo and gen give an island's topology (0: 1) and its member's
+	// generation in the frames built from now on.
+	topo, gen map[uint32]uint32
 	now     int64
 	seq     uint32
 }
@@ -49,7 +53,8 @@ func newSeedRigConfig(t *testing.T, cfg broadcast.Config) *seedRig {
 		t.Fatal(err)
 	}
 	rx, _ := New(Config{})
-	r := &seedRig{t: t, bc: bc, rx: rx, dgs: map[uint32][][]byte{}, initial: map[uint32]bool{}}
+	r := &seedRig{t: t, bc: bc, rx: rx, dgs: map[uint32][][]byte{}, initial: map[uint32]bool{},
+		topo: map[uint32]uint32{}, gen: map[uint32]uint32{}}
 	var members []island.MemberID
 	for _, isl := range []uint32{seedA, seedB, seedC} {
 		members = append(members, island.MemberID{Stable: uint64(100 + isl)})
@@ -90,8 +95,8 @@ func (r *seedRig) withhold(at island.Time, xs map[uint32]int64) [][]byte {
 	r.seq++
 	var frames []*island.Frame
 	for _, isl := range slices.Sorted(maps.Keys(xs)) {
-		f := &island.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 1, Config: 1, Seq: r.seq},
-			Time: at, Members: []island.Member{{ID: island.MemberID{Stable: uint64(100 + isl)}, State: island.State{X: float64(xs[isl]) * posUnit}}}}
+		f := &island.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: max(r.topo[isl], 1), Config: 1, Seq: r.seq},
+			Time: at, Members: []island.Member{{ID: island.MemberID{Stable: uint64(100 + isl), Generation: r.gen[isl]}, State: island.State{X: float64(xs[isl]) * posUnit}}}}
 		if r.initial[isl] {
 			f.Flags, r.initial[isl] = island.FlagInitial, false
 		}
@@ -831,5 +836,136 @@ func TestSpawnWithoutItsFirstFrame(t *testing.T) {
 	}
 	if before < 5 || after == 0 {
 		t.Fatalf("%d renders before the spawn, %d after: the run proves little", before, after)
+	}
+}
+
+// hold is broadcast with nothing delivered, island A's frames in segment
+// segmentA: the control bytes and the datagrams are returned for the test
+// to deliver later (or never).
+func (r *seedRig) hold(at island.Time, xs map[uint32]int64, segmentA uint32) (ctl []byte, dgs [][]byte) {
+	r.t.Helper()
+	r.seq++
+	var frames []*island.Frame
+	for _, isl := range slices.Sorted(maps.Keys(xs)) {
+		f := &island.Frame{Sender: 1, Key: island.Key{Island: isl, Epoch: 1, Topology: 1, Config: 1, Seq: r.seq},
+			Time: at, Members: []island.Member{{ID: island.MemberID{Stable: uint64(100 + isl)}, State: island.State{X: float64(xs[isl]) * posUnit}}}}
+		if isl == seedA {
+			f.Segment = segmentA
+		}
+		frames = append(frames, f)
+	}
+	r.bc.Frames(frames)
+	c, ds := r.bc.Take(1, nil, nil)
+	r.now += 50_000
+	for _, d := range ds {
+		dgs = append(dgs, append([]byte(nil), d.Bytes...))
+	}
+	return append([]byte(nil), c...), dgs
+}
+
+// TestSeedLateTeleport is the design notes' late teleport on the wire
+// path: A is teleported at 1.25 s (a Cut, then frames of segment 1, 0.39 m
+// away: too little for a jump to snap by its size), and everything from
+// 1.25 s on — the Cut included — is held up
+// until the playout clock has frozen at 1.30 s, past the cut. When it
+// arrives, A shows the new segment at once — one correction, no smoothing
+// across the cut — and r is never taken back to 1.25 s.
+func TestSeedLateTeleport(t *testing.T) {
+	r := newSeedRig(t)
+	for r.seq < 24 { // 0.05 … 1.20 s, segment 0
+		at := island.Time(r.seq+1) * 50_000
+		r.feedBack(r.broadcast(at, map[uint32]int64{seedA: 1000, seedB: 1, seedC: 1}))
+		r.rx.Render(r.now)
+	}
+	const cut = island.Time(1_250_000)
+	if err := r.bc.Apply(codec.Cut{Island: seedA, Segment: 1, Time: cut}); err != nil {
+		t.Fatal(err)
+	}
+	var ctls []byte
+	var dgs [][]byte
+	for at := cut; at <= 1_400_000; at += 50_000 {
+		c, d := r.hold(at, map[uint32]int64{seedA: 1200, seedB: 1, seedC: 1}, 1)
+		ctls, dgs = append(ctls, c...), append(dgs, d...)
+	}
+	var lastR island.Time
+	for range 100 { // until frozen at latest + E
+		r.now += 10_000
+		r.rx.Render(r.now)
+		lastR = island.Time(r.rx.Clock().R)
+		if r.rx.clock.State() == store.Frozen {
+			break
+		}
+	}
+	if r.rx.clock.State() != store.Frozen || lastR <= cut {
+		t.Fatalf("setup: %v at r %d", r.rx.clock.State(), lastR)
+	}
+	if _, err := r.rx.ControlBytes(r.now, ctls); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dgs {
+		r.rx.Datagram(r.now, d)
+	}
+	for range 10 {
+		r.now += 10_000
+		a, _ := viewOf(r.rx.Render(r.now), seedA)
+		if now := island.Time(r.rx.Clock().R); now < lastR {
+			t.Fatalf("r went back from %d to %d", lastR, now)
+		} else {
+			lastR = now
+		}
+		if r.rx.clock.State() == store.Frozen {
+			continue
+		}
+		if a.Segment != 1 || !a.ValidAtR || a.Smoothing || len(a.Poses) != 1 || a.Poses[0].State.X != 1200*posUnit {
+			t.Fatalf("r %d: A %v segment %d valid %v smoothing %v at x %v, want the new segment at once", a.R, a.Mode, a.Segment, a.ValidAtR, a.Smoothing, a.Poses[0].State.X)
+		}
+		return
+	}
+	t.Fatal("the clock never resumed")
+}
+
+// TestSeedOldGeneration: A's body is destroyed at 1.00 s and its stable id
+// comes back as generation 1 in a new topology of A. Once playback passed
+// 1.00 s, a replay of an old datagram — A's keyframe of generation 0 —
+// revives nothing: its frame is refused (the old topology), the old
+// generation stays tombstoned, and A goes on showing generation 1.
+func TestSeedOldGeneration(t *testing.T) {
+	r := newSeedRig(t)
+	old, young := island.MemberID{Stable: 100 + seedA}, island.MemberID{Stable: 100 + seedA, Generation: 1}
+	for r.seq < 19 {
+		at := island.Time(r.seq+1) * 50_000
+		r.feedBack(r.broadcast(at, map[uint32]int64{seedA: 1000, seedB: 1, seedC: 1}))
+		r.rx.Render(r.now)
+	}
+	const at = island.Time(1_000_000)
+	for _, m := range []codec.Message{codec.Destroy{Time: at, IDs: []island.MemberID{old}}, codec.Announce{Time: at, IDs: []island.MemberID{young}},
+		codec.Manifest{Island: seedA, Topology: 2, Config: 1, Members: []island.MemberID{young}}} {
+		if err := r.bc.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.topo[seedA], r.gen[seedA], r.initial[seedA] = 2, 1, true
+	for t0 := at; t0 <= 1_400_000; t0 += 50_000 {
+		r.feedBack(r.broadcast(t0, map[uint32]int64{seedA: 2000, seedB: 1, seedC: 1}))
+		r.rx.Render(r.now)
+	}
+	live := func(id island.MemberID) bool {
+		found := false
+		r.rx.Identities(func(x island.MemberID) { found = found || x == id })
+		return found
+	}
+	if live(old) || !live(young) {
+		t.Fatalf("setup: generation 0 live %v, generation 1 live %v", live(old), live(young))
+	}
+	refused := r.rx.Stats().Validator.Count(validator.StaleTopology)
+	for _, d := range r.dgs[1] { // A's keyframe of generation 0, topology 1
+		r.rx.Datagram(r.now, d)
+	}
+	a, _ := viewOf(r.rx.Render(r.now), seedA)
+	if r.rx.Stats().Validator.Count(validator.StaleTopology) == refused {
+		t.Fatal("the old keyframe was not refused")
+	}
+	if live(old) || len(a.Poses) != 1 || a.Poses[0].ID != young {
+		t.Fatalf("after the replay: generation 0 live %v, A shows %+v", live(old), a.Poses)
 	}
 }
