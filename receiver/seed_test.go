@@ -38,8 +38,8 @@ type seedRig struct {
 	// topo and gen give an island's topology (0: 1) and its member's
 	// generation in the frames built from now on.
 	topo, gen map[uint32]uint32
-	now     int64
-	seq     uint32
+	now       int64
+	seq       uint32
 }
 
 func newSeedRig(t *testing.T) *seedRig {
