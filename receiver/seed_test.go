@@ -155,13 +155,13 @@ func (r *seedRig) held(isl, seq uint32) (int64, island.Time, bool) {
 	return t.Entries[0].Q.X, t.Frame.Time, true
 }
 
-// TestSeedDeclaredBaseline is the design notes' integer example. Baseline
+// seedDeclaredBaseline is the design notes' integer example. Baseline
 // 42 has A at 10000 and B at 11000, both observed at 1.00 s. Packet 43, at
 // 1.05 s, carries only A, 20 further on. Packet 44, at 1.10 s, is coded
 // against 42 as well — the authority has no confirmation of 43 — so A's
 // residual is 40 and A restores to 10040, not 10060 (43 plus 40). B, left
 // out of 43 and 44, keeps its observation at 1.00 s.
-func TestSeedDeclaredBaseline(t *testing.T) {
+func seedDeclaredBaseline(t *testing.T) {
 	r := newSeedRig(t)
 	// Broadcasts 1 … 41 carry island C alone; A and B start at 40.
 	for r.seq < 39 {
@@ -201,11 +201,11 @@ func TestSeedDeclaredBaseline(t *testing.T) {
 	}
 }
 
-// TestSeedMissingBaseline: a receiver that holds only 40 refuses 43, coded
+// seedMissingBaseline: a receiver that holds only 40 refuses 43, coded
 // against 42, whole — nothing of A commits from it — and asks for A whole.
 // Once the whole frame 44 is held and confirmed, the authority codes 45
 // against 44.
-func TestSeedMissingBaseline(t *testing.T) {
+func seedMissingBaseline(t *testing.T) {
 	r := newSeedRig(t)
 	for r.seq < 39 {
 		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedC: 500}))
@@ -264,14 +264,14 @@ func TestSeedMissingBaseline(t *testing.T) {
 	}
 }
 
-// TestSeedWindowKeepsAnchor: the window counts broadcasts, not islands. A
+// seedWindowKeepsAnchor: the window counts broadcasts, not islands. A
 // receiver keeps an island's frames of the last 32 broadcasts and always
 // its newest one, the anchor: island B, quiet after 42 while A moves on,
 // is held as {42} alone once 42 is 32 broadcasts old (and the receiver has
 // visited it, within 8 broadcasts) — every other frame of it let go
 // without a control message — and when B moves again, 48 broadcasts
 // later, the authority codes it against 42 and the receiver restores it.
-func TestSeedWindowKeepsAnchor(t *testing.T) {
+func seedWindowKeepsAnchor(t *testing.T) {
 	r := newSeedRig(t)
 	for r.seq < 41 {
 		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedA: 9000 + int64(r.seq), seedB: 11000 - int64(r.seq)}))
@@ -543,7 +543,7 @@ func viewOf(views []IslandView, isl uint32) (IslandView, bool) {
 	return IslandView{}, false
 }
 
-// TestSeedSparseIsland is the design notes' low-rate entity, on the wire
+// seedSparseIsland is the design notes' low-rate entity, on the wire
 // path: A is sent every 50 ms, B only at 1.00 s and then not for 500 ms.
 // Rendered every 10 ms, B is valid while r is within the 100 ms
 // extrapolation cap of 1.00 s, and from then on Stale, held at its 1.10 s
@@ -552,7 +552,7 @@ func viewOf(views []IslandView, isl uint32) (IslandView, bool) {
 // 1.50 s, B interpolates between 1.00 and 1.50 s and is valid again. Every
 // render's r, B's sample time and validity are checked, and the view is
 // ready exactly when B is valid.
-func TestSeedSparseIsland(t *testing.T) {
+func seedSparseIsland(t *testing.T) {
 	for _, lateB := range []bool{false, true} {
 		r := newSeedRig(t)
 		for r.seq < 20 { // 0.05 … 1.00 s: A and B every 50 ms
@@ -863,14 +863,14 @@ func (r *seedRig) hold(at island.Time, xs map[uint32]int64, segmentA uint32) (ct
 	return append([]byte(nil), c...), dgs
 }
 
-// TestSeedLateTeleport is the design notes' late teleport on the wire
+// seedLateTeleport is the design notes' late teleport on the wire
 // path: A is teleported at 1.25 s (a Cut, then frames of segment 1, 0.39 m
 // away: too little for a jump to snap by its size), and everything from
 // 1.25 s on — the Cut included — is held up
 // until the playout clock has frozen at 1.30 s, past the cut. When it
 // arrives, A shows the new segment at once — one correction, no smoothing
 // across the cut — and r is never taken back to 1.25 s.
-func TestSeedLateTeleport(t *testing.T) {
+func seedLateTeleport(t *testing.T) {
 	r := newSeedRig(t)
 	for r.seq < 24 { // 0.05 … 1.20 s, segment 0
 		at := island.Time(r.seq+1) * 50_000
@@ -924,12 +924,12 @@ func TestSeedLateTeleport(t *testing.T) {
 	t.Fatal("the clock never resumed")
 }
 
-// TestSeedOldGeneration: A's body is destroyed at 1.00 s and its stable id
+// seedOldGeneration: A's body is destroyed at 1.00 s and its stable id
 // comes back as generation 1 in a new topology of A. Once playback passed
 // 1.00 s, a replay of an old datagram — A's keyframe of generation 0 —
 // revives nothing: its frame is refused (the old topology), the old
 // generation stays tombstoned, and A goes on showing generation 1.
-func TestSeedOldGeneration(t *testing.T) {
+func seedOldGeneration(t *testing.T) {
 	r := newSeedRig(t)
 	old, young := island.MemberID{Stable: 100 + seedA}, island.MemberID{Stable: 100 + seedA, Generation: 1}
 	for r.seq < 19 {
@@ -967,5 +967,81 @@ func TestSeedOldGeneration(t *testing.T) {
 	}
 	if live(old) || len(a.Poses) != 1 || a.Poses[0].ID != young {
 		t.Fatalf("after the replay: generation 0 live %v, A shows %+v", live(old), a.Poses)
+	}
+}
+
+// seedLateTick is seed 000's input on the wire path, a tick being
+// 25 ms (2.500 s is tick 100): island A at (tick, segment, position)
+// (100, 0, 0) (104, 1, 102) (106, 1, 104) and so on, the datagram of tick
+// 102 held up and carrying position 50. Once r has shown tick 103 —
+// SegmentCut, position 102 — the late tick 102 arrives and is refused (the
+// playout's timeline is never rewritten): tick 103 still gives 102.
+// (With tick 102 on time, tick 101.5 shows 1.50: the store's
+// segment_seed trace.)
+func seedLateTick(t *testing.T) {
+	r := newSeedRig(t)
+	const tick = 25_000
+	for r.seq < 49 { // up to tick 98: A at rest at 0, segment 0
+		at := island.Time(r.seq+1) * 2 * tick
+		r.feedBack(r.broadcast(at, map[uint32]int64{seedA: 0, seedB: 1, seedC: 1}))
+		r.rx.Render(r.now)
+	}
+	r.feedBack(r.broadcast(100*tick, map[uint32]int64{seedA: 0, seedB: 1, seedC: 1}))
+	_, late := r.hold(102*tick, map[uint32]int64{seedA: 50 * 512, seedB: 1, seedC: 1}, 0) // x in 1/512 m
+	// Renders every millisecond; the view at the first one in tick 103.
+	var at103 IslandView
+	for _, tk := range []island.Time{104, 106, 108, 110, 112} {
+		c, d := r.hold(tk*tick, map[uint32]int64{seedA: int64(tk-2) * 512, seedB: 1, seedC: 1}, 1)
+		if _, err := r.rx.ControlBytes(r.now, c); err != nil {
+			t.Fatal(err)
+		}
+		for _, dg := range d {
+			r.rx.Datagram(r.now, dg)
+		}
+		for range 50 {
+			a, _ := viewOf(r.rx.Render(r.now), seedA)
+			if a.R >= 103*tick && a.R < 104*tick && at103.R == 0 {
+				at103 = a
+				at103.Poses = slices.Clone(a.Poses) // the receiver's until the next Render
+			}
+			r.now += 1_000
+		}
+		r.now -= 50_000
+	}
+	if at103.Mode != store.SegmentCut || at103.Poses[0].State.X != 102 || at103.Segment != 1 {
+		t.Fatalf("r %d (tick 103): A %v at %v, segment %d — want SegmentCut at 102", at103.R, at103.Mode, at103.Poses, at103.Segment)
+	}
+	committed := r.rx.Stats().Store.Count(store.CommitLate)
+	for _, d := range late {
+		r.rx.Datagram(r.now, d)
+	}
+	if r.rx.Stats().Store.Count(store.CommitLate) == committed {
+		t.Fatal("the late tick 102 was not refused as late")
+	}
+	// Playback has moved on; the island's history at tick 103 still gives 102.
+	if v := r.rx.st.Evaluate(seedA, 103*tick, r.now, r.rx.clock.Generation()); v.Mode != store.SegmentCut || v.Poses[0].X != 102 {
+		t.Fatalf("after the late tick, tick 103: A %v at %v", v.Mode, v.Poses)
+	}
+}
+
+// TestSeedRecipe runs the design notes' validation recipe through a
+// Broadcaster and a Receiver, step by step, each on a fresh authority and
+// observer: the declared-baseline integer example, the missing baseline,
+// the window, the sparse island, the late teleport, the old generation and
+// seed 000's late tick.
+func TestSeedRecipe(t *testing.T) {
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"42 → 43 → 44: each restored from the baseline it names, B kept at 1.00 s", seedDeclaredBaseline},
+		{"a receiver holding only 40 refuses 43 whole and asks for a keyframe", seedMissingBaseline},
+		{"a full window advances keeping its anchor", seedWindowKeepsAnchor},
+		{"A every 50 ms, B silent for 500 ms: r, B's sample time and validity per render", seedSparseIsland},
+		{"a late teleport: the new segment at once, r never back", seedLateTeleport},
+		{"an old generation revives nothing", seedOldGeneration},
+		{"seed 000's late tick refused", seedLateTick},
+	} {
+		t.Run(step.name, step.run)
 	}
 }
