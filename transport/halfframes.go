@@ -50,6 +50,13 @@ func (c *tornCounter) count(views []receiver.IslandView, welcomes uint64, manife
 		if !ok {
 			continue
 		}
+		if r := views[i].Right; r.Topology != m.Topology || r.Config != m.Config {
+			// A version the current manifest replaced, shown until playback
+			// reaches the new one's first frame: its members are its own,
+			// not the new manifest's (two islands merging each show whole
+			// until the merge).
+			continue
+		}
 		var first [2]island.Key
 		have := false
 		for _, id := range m.Members {

@@ -64,3 +64,32 @@ func TestTornCounterAcrossRestart(t *testing.T) {
 		t.Fatalf("a real tear counted %d, want 1", n)
 	}
 }
+
+// TestTornCounterBeforeAMerge: islands 1 (a, b) and 2 (c) merge into
+// island 1 at a time playback has not reached. Island 1's new manifest
+// (topology 2: a, b, c) is known already, but each island is shown whole
+// on its old frames until the merge: nothing is torn. Once island 1 shows
+// topology 2, a member left on another frame pair is.
+func TestTornCounterBeforeAMerge(t *testing.T) {
+	a, b, c := island.MemberID{Stable: 1}, island.MemberID{Stable: 2}, island.MemberID{Stable: 3}
+	k := func(isl, topo, seq uint32) island.Key {
+		return island.Key{Island: isl, Epoch: 1, Topology: topo, Config: 1, Seq: seq}
+	}
+	view := func(isl uint32, key island.Key, ids ...island.MemberID) receiver.IslandView {
+		v := receiver.IslandView{Island: isl, Mode: store.Interpolate, Left: key, Right: key}
+		for _, id := range ids {
+			v.Poses = append(v.Poses, receiver.Pose{ID: id})
+		}
+		return v
+	}
+	merged := map[uint32]island.Manifest{1: {Island: 1, Topology: 2, Config: 1, Members: []island.MemberID{a, b, c}},
+		2: {Island: 2, Topology: 1, Config: 1, Members: []island.MemberID{c}}}
+	lookup := func(id uint32) (island.Manifest, bool) { m, ok := merged[id]; return m, ok }
+	tc := newTornCounter()
+	if n := tc.count([]receiver.IslandView{view(1, k(1, 1, 9), a, b), view(2, k(2, 1, 9), c)}, 1, lookup); n != 0 {
+		t.Fatalf("before the merge: %d torn", n)
+	}
+	if n := tc.count([]receiver.IslandView{view(1, k(1, 2, 10), a, b), view(2, k(2, 1, 10), c)}, 1, lookup); n != 1 {
+		t.Fatalf("the merged island shown with c on another frame: %d torn, want 1", n)
+	}
+}
