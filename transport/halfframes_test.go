@@ -19,7 +19,7 @@ import (
 // still counts.
 func TestTornCounterAcrossRestart(t *testing.T) {
 	a, b, c := island.MemberID{Stable: 1}, island.MemberID{Stable: 2}, island.MemberID{Stable: 3}
-	oldRun := map[uint32]island.Manifest{1: {Island: 1, Members: []island.MemberID{a, b}}, 2: {Island: 2, Members: []island.MemberID{c}}}
+	oldRun := map[uint32]island.Manifest{1: {Island: 1, Topology: 1, Config: 1, Members: []island.MemberID{a, b}}, 2: {Island: 2, Topology: 1, Config: 1, Members: []island.MemberID{c}}}
 	k := func(isl, seq uint32) island.Key {
 		return island.Key{Island: isl, Epoch: 1, Topology: 1, Config: 1, Seq: seq}
 	}
@@ -40,12 +40,12 @@ func TestTornCounterAcrossRestart(t *testing.T) {
 
 	// Islands 1 and 2 merge in the old run: until the merged island's first
 	// frame its view is missing, and nothing of it is shown.
-	merged := map[uint32]island.Manifest{1: {Island: 1, Members: []island.MemberID{a, b, c}}}
+	merged := map[uint32]island.Manifest{1: {Island: 1, Topology: 1, Config: 1, Members: []island.MemberID{a, b, c}}}
 	if n := tc.count([]receiver.IslandView{{Island: 1, Mode: store.Empty}}, 1, lookup(merged)); n != 0 {
 		t.Fatalf("a missing island counted %d torn", n)
 	}
 
-	newRun := map[uint32]island.Manifest{1: {Island: 1, Members: []island.MemberID{a, b, c}}}
+	newRun := map[uint32]island.Manifest{1: {Island: 1, Topology: 1, Config: 1, Members: []island.MemberID{a, b, c}}}
 	missing := []receiver.IslandView{{Island: 1, Mode: store.Empty}}
 	if n := tc.count(missing, 2, lookup(newRun)); n != 0 {
 		t.Fatalf("a missing island of the new run counted %d torn", n)
@@ -59,7 +59,7 @@ func TestTornCounterAcrossRestart(t *testing.T) {
 		t.Fatalf("the new run's first frame: %d torn", n)
 	}
 	// Within one run, a member another island's frame placed is a tear.
-	split := map[uint32]island.Manifest{1: {Island: 1, Members: []island.MemberID{a, b, c}}, 2: {Island: 2, Members: []island.MemberID{c}}}
+	split := map[uint32]island.Manifest{1: {Island: 1, Topology: 1, Config: 1, Members: []island.MemberID{a, b, c}}, 2: {Island: 2, Topology: 1, Config: 1, Members: []island.MemberID{c}}}
 	if n := tc.count([]receiver.IslandView{view(2, k(2, 4), c), view(1, k(1, 4), a, b)}, 2, lookup(split)); n != 1 {
 		t.Fatalf("a real tear counted %d, want 1", n)
 	}
