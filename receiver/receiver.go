@@ -438,7 +438,7 @@ const maxSpawns = 65536
 
 // notYet reports whether island id does not exist yet at playback time rt:
 // made of identities announced for a later time. Once rt reaches that time
-// the island is remembered no more, nor are identities whose time passed.
+// the island is remembered no more.
 func (r *Receiver) notYet(id uint32, rt island.Time) bool {
 	t, ok := r.spawnOf[id]
 	if !ok {
@@ -448,7 +448,6 @@ func (r *Receiver) notYet(id uint32, rt island.Time) bool {
 		return true
 	}
 	delete(r.spawnOf, id)
-	maps.DeleteFunc(r.spawnAt, func(_ island.MemberID, at island.Time) bool { return at <= rt })
 	return false
 }
 
@@ -503,6 +502,9 @@ func (r *Receiver) Render(now int64) []IslandView {
 		return nil
 	}
 	r.applyDue(rt)
+	if len(r.spawnAt) > 0 { // identities whose time came: nothing left to wait for
+		maps.DeleteFunc(r.spawnAt, func(_ island.MemberID, at island.Time) bool { return at <= rt })
+	}
 	gen := r.clock.Generation()
 	r.shown = codec.ViewStamp{Timeline: r.welcome.Timeline, R: rt, Generation: gen, Age: max(r.clock.Stats().SnapshotAge, 0)}
 	frozen := r.clock.State() == store.Frozen

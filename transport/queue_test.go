@@ -10,9 +10,11 @@ import (
 )
 
 // TestTickQueueDepths: a watcher whose loop is held up (here, by its own
-// tick callback, until the server has sent ten more broadcasts' datagrams)
+// tick callback, until the server has sent thirty more broadcasts' datagrams)
 // shows the datagrams that waited meanwhile in its next tick's
-// DatagramQueue, and an idle one shows none.
+// DatagramQueue. (The loop then picks at random among what is ready: with
+// thirty datagrams waiting, the chance that it drains them all before the
+// render tick is 2⁻³⁰.)
 func TestTickQueueDepths(t *testing.T) {
 	auth, _ := scenario.NewAuthority(scenario.All[:1], 20)
 	srv, ct := testServer(t, auth, ServerConfig{})
@@ -34,13 +36,13 @@ func TestTickQueueDepths(t *testing.T) {
 				idle = tk.DatagramQueue
 			case !stalled:
 				stalled = true
-				// Held until ten more broadcasts went out (not t.Fatal
+				// Held until thirty more broadcasts went out (not t.Fatal
 				// here: this is the watcher's goroutine; the test's
 				// guard ends a run that never gets there).
 				sent := srv.Stats().Datagrams
 				tick := time.NewTicker(10 * time.Millisecond)
 				defer tick.Stop()
-				for srv.Stats().Datagrams < sent+10 && ctx.Err() == nil {
+				for srv.Stats().Datagrams < sent+30 && ctx.Err() == nil {
 					<-tick.C
 				}
 			default:
