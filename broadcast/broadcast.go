@@ -69,6 +69,19 @@ type Config struct {
 	// 3.2 s at 20 Hz. Zero keeps none and CheckStamp refuses every stamp
 	// (ErrNoStamps): recording costs a table update per frame.
 	StampHistory int
+	// ObserverKbps caps what each observer is sent, kbit/s of datagram
+	// bytes (wire 3). Zero means no cap of its own.
+	ObserverKbps int
+	// ServerKbps caps what all observers together are sent, kbit/s of
+	// datagram bytes (wire 3), shared evenly among the joined observers.
+	// Zero means no cap.
+	ServerKbps int
+	// Importance is how much priority an island's frame gains, each
+	// broadcast, toward being sent to an observer whose budget cannot take
+	// everything; it is multiplied by the island's SetWeight. It must be
+	// positive and finite (anything else counts as 1). Nil means
+	// DefaultImportance.
+	Importance func(islandID uint32, f *island.Frame) float64
 }
 
 // Errors.
@@ -104,6 +117,11 @@ type observer struct {
 	packet      uint32                // wire 3: the number of the next datagram to this observer
 	restricted  bool                  // subscriptions are cut to allowed
 	allowed     []uint32              // ascending, when restricted
+	pathRate    int64                 // bytes/s its path carries now (SetPathRate); 0 unknown
+	bucket      bucket                // its byte budget (wire 3)
+	cands       []cand                // broadcastQuant's scratch
+	budget      ObserverBudget        // what the last broadcast to it did
+	lastSeq     uint32                // the broadcast sequence it was last encoded for
 }
 
 // limit cuts a subscription to what the observer may see.
@@ -169,7 +187,8 @@ type Broadcaster struct {
 	byTime []*island.Frame
 	ids    []ObserverID
 
-	stamps *stamp.History // what was sent, to judge view stamps; nil without Config.StampHistory
+	stamps  *stamp.History     // what was sent, to judge view stamps; nil without Config.StampHistory
+	weights map[uint32]float64 // SetWeight's, until the island is forgotten
 
 	cdec *codec.ControlDecoder // FeedbackBytes' decoder
 	one  [1]*observer          // broadcastQuant's scratch: the observer one encoding goes to
@@ -184,6 +203,9 @@ type Stats struct {
 	Datagrams     uint64 // datagrams encoded
 	Bytes         uint64 // datagram bytes encoded
 	ControlBytes  uint64 // control bytes queued, summed over observers
+	// Deferred counts frames an observer's byte budget left out (wire 3):
+	// one per observer and frame not encoded for it.
+	Deferred uint64
 	// Wire says where wire-3 datagram bytes went (headers, indices,
 	// positions, angles, velocities), summed over every encoder.
 	Wire codec.ByteBreakdown
@@ -232,8 +254,14 @@ func New(cfg Config) (*Broadcaster, error) {
 	if cfg.Class == nil {
 		cfg.Class = DefaultClass
 	}
+	if cfg.Importance == nil {
+		cfg.Importance = DefaultImportance
+	}
+	if cfg.ObserverKbps < 0 || cfg.ServerKbps < 0 {
+		return nil, errors.New("broadcast: a negative budget")
+	}
 	b := &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
-		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, classes: map[uint32]quant.Class{}, observers: map[ObserverID]*observer{},
+		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, classes: map[uint32]quant.Class{}, weights: map[uint32]float64{}, observers: map[ObserverID]*observer{},
 		encoders: map[int]*codec.FloatEncoder{}, enc2: map[int]*codec.Encoder{},
 		cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: cfg.Codec.MaxMembers})}
 	if cfg.StampHistory > 0 {
@@ -485,6 +513,7 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		b.liveGen++
 		delete(b.physics, m.Island)
 		delete(b.classes, m.Island)
+		delete(b.weights, m.Island)
 		if b.stamps != nil {
 			b.stamps.Forget(m.Island)
 		}

@@ -16,7 +16,7 @@ import (
 // from one state: a fuzz harness, a replay tool.
 func (b *Broadcaster) Clone() *Broadcaster {
 	c := &Broadcaster{cfg: b.cfg, idents: maps.Clone(b.idents), leases: maps.Clone(b.leases),
-		manifests: maps.Clone(b.manifests), physics: maps.Clone(b.physics), classes: maps.Clone(b.classes),
+		manifests: maps.Clone(b.manifests), physics: maps.Clone(b.physics), classes: maps.Clone(b.classes), weights: maps.Clone(b.weights),
 		observers: make(map[ObserverID]*observer, len(b.observers)),
 		encoders:  map[int]*codec.FloatEncoder{}, enc2: map[int]*codec.Encoder{},
 		stats: b.Stats(), seq: b.seq, cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: b.cfg.Codec.MaxMembers})}
@@ -28,6 +28,7 @@ func (b *Broadcaster) Clone() *Broadcaster {
 		p.out = append([]Datagram(nil), o.out...)
 		p.snd = o.snd.Clone()
 		p.hint = nil // it points into o's entries
+		p.cands = nil
 		p.held = make(map[uint32]*obsIsland, len(o.held))
 		for isl, oi := range o.held {
 			q := *oi

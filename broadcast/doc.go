@@ -20,6 +20,22 @@
 // observers attach to interactions (package stamp; SetCritical makes an
 // island decoration there).
 //
+// # Budgets
+//
+// On wire 3 each observer may be held to a byte budget per broadcast: the
+// smallest of Config.ObserverKbps, its share of Config.ServerKbps and what
+// its path carries now (SetPathRate, which a transport feeds from its
+// congestion window and round-trip time). The budget is filled with whole
+// frames by priority accumulation: each broadcast an island gains its
+// importance (Config.Importance, DefaultImportance from its motion, times
+// SetWeight), the most important go first, and a sent island starts again
+// from zero. A frame that does not fit is not encoded now rather than sent
+// late; the island's next frame is coded against whatever baseline the
+// observer still holds, so leaving an island out costs only its freshness.
+// No island waits more than 2·⌈S/B⌉·(N + W/w) broadcasts (schedule.go
+// states the terms). Budget reports each observer's last broadcast. With no
+// cap and no path rate every frame goes, as before.
+//
 // # Usage
 //
 //	bc, _ := broadcast.New(broadcast.Config{Timeline: rand.Uint64(), SendPeriod: 50_000})
@@ -27,6 +43,7 @@
 //	bc.FeedbackBytes(id, b)               // its stream: Subscribe (Lease + Manifest of each island it gains), Received, Keyframes
 //	bc.Feedback(id, msg)                  // the same, one parsed message
 //	for _, m := range changes { bc.Apply(m) } // Announce, Destroy, Lease, Manifest, Forget
+//	bc.SetPathRate(id, bytesPerSecond)    // optional: what its path carries now
 //	bc.Frames(frames)                     // one broadcast tick
 //	ctl, dgs = bc.Take(id, ctl[:0], dgs[:0]) // write ctl to the stream, send dgs as datagrams
 //

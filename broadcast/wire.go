@@ -71,6 +71,12 @@ type obsIsland struct {
 	lastKey uint32 // broadcast sequence the periodic keyframe schedule counts from
 	wantKey bool   // a keyframe is due: new to the observer, or asked for
 	gone    bool   // forgotten: a hint that still points here is stale
+	// under a budget (schedule.go)
+	prio      float64 // priority gathered since its last frame went
+	pick      bool    // picked to go in the broadcast being encoded
+	sentSeq   uint32  // broadcast sequence of its last frame sent
+	keyCost   int     // bytes its last keyframe took; 0 none yet
+	deltaCost int     // bytes its last delta took; 0 none yet
 }
 
 func (o *observer) island(id uint32) *obsIsland {
@@ -81,7 +87,7 @@ func (o *observer) island(id uint32) *obsIsland {
 	if tr == nil {
 		return nil
 	}
-	oi := &obsIsland{track: tr, id: id, wantKey: true}
+	oi := &obsIsland{track: tr, id: id, wantKey: true, sentSeq: o.lastSeq}
 	o.held[id] = oi
 	return oi
 }
@@ -131,6 +137,7 @@ const keyBlock = 4
 type quantized struct {
 	f     codec.Frame
 	table *baseline.Table
+	imp   float64 // importance, when some observer has a budget
 }
 
 // framesQuant encodes a broadcast for every observer: per island a keyframe or
@@ -160,6 +167,13 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 	b.quant = b.quant[:0]
 	b.seq++
 	t := frames[0].Time
+	budgets := false // some observer has a budget: importance counts
+	for _, o := range b.observers {
+		if b.budgetOf(o) > 0 {
+			budgets = true
+			break
+		}
+	}
 	for i, f := range frames {
 		if !b.liveAt(i, f.Key.Island) {
 			b.stats.FramesUnknown++
@@ -171,8 +185,12 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 			continue
 		}
 		b.stats.Frames++
+		if budgets {
+			q.imp = b.importance(f)
+		}
 		b.quant = append(b.quant, q)
 	}
+
 	if len(b.quant) == 0 {
 		return
 	}
@@ -189,29 +207,45 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 	every := uint32(b.cfg.KeyframeEvery)
 	for _, id := range b.ids {
 		o := b.observers[id]
+		o.lastSeq = b.seq
 		enc := b.wireEncoder(o.maxDatagram)
 		enc.Begin(o.packet, b.seq, t)
+		budget := b.budgetOf(o)
+		o.budget = ObserverBudget{Budget: budget}
+		if budget > 0 {
+			o.budget.Deferred, o.budget.OldestAge = b.schedule(o, budget)
+			b.stats.Deferred += uint64(o.budget.Deferred)
+		}
 		for i := range b.quant {
-			q := &b.quant[i]
-			isl := q.f.Key.Island
-			if !o.wants(isl) {
-				continue
-			}
-			oi := o.islandAt(i, isl)
+			q, oi := b.wanted(o, i)
 			if oi == nil {
 				continue
+			}
+			size := 0
+			if budget > 0 {
+				if !oi.pick {
+					continue
+				}
+				oi.pick = false
+				size = enc.Size()
 			}
 			var err error
 			base, ok := oi.track.Baseline(b.seq)
 			switch {
 			case ok && !oi.wantKey && b.seq-oi.lastKey < every && deltaOK(base, &q.f):
 				err = enc.AddDelta(&q.f, &codec.Ref{Base: base})
+				if budget > 0 && err == nil {
+					oi.deltaCost = max(enc.Size()-size, 1)
+				}
 			default:
 				err = enc.AddKey(&q.f)
+				if budget > 0 && err == nil {
+					oi.keyCost = max(enc.Size()-size, 1)
+				}
 				if oi.wantKey || b.seq-oi.lastKey < every {
 					// Off schedule (new, asked for, a new stream): the next
 					// periodic keyframe still falls in the island's turn.
-					oi.lastKey = b.seq - (b.seq%every+every-phase(isl, b.cfg.KeyframeEvery))%every
+					oi.lastKey = b.seq - (b.seq%every+every-phase(q.f.Key.Island, b.cfg.KeyframeEvery))%every
 				} else {
 					oi.lastKey = b.seq
 				}
@@ -222,11 +256,28 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 			}
 		}
 		dgs := enc.Datagrams()
+		if budget > 0 {
+			for _, d := range dgs {
+				o.budget.Sent += len(d)
+			}
+			o.bucket.spend(o.budget.Sent)
+		}
 		b.carried(o, enc, dgs)
 		o.packet = enc.Next()
 		b.one[0] = o
 		b.share(b.one[:], dgs, func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
 	}
+}
+
+// wanted returns the i-th frame of the broadcast and o's entry of its
+// island; a nil entry when o does not want the island (or the table of
+// what o holds is full).
+func (b *Broadcaster) wanted(o *observer, i int) (*quantized, *obsIsland) {
+	q := &b.quant[i]
+	if !o.wants(q.f.Key.Island) {
+		return q, nil
+	}
+	return q, o.islandAt(i, q.f.Key.Island)
 }
 
 // carried records, in the observer's baseline.Sender, which frames each

@@ -240,7 +240,17 @@ func TestBatchRoundTrip(t *testing.T) {
 			bases[isl] = bt
 			sent[isl] = cur
 		}
+		open := w.enc.Size()
 		dgs := cloneAll(w.enc.Datagrams())
+		total := 0
+		for _, dg := range dgs {
+			total += len(dg)
+		}
+		// Size tells the bytes so far: exactly once every datagram is
+		// closed, and within a few bytes while a batch is still open.
+		if w.enc.Size() != total || open < total-6 || open > total+6 {
+			t.Fatalf("trial %d: Size %d while open, %d closed; the datagrams take %d", trial, open, w.enc.Size(), total)
+		}
 		for i, dg := range dgs {
 			if len(dg) > size {
 				t.Fatalf("trial %d: datagram %d is %d bytes, the cap %d", trial, i, len(dg), size)

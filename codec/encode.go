@@ -224,6 +224,23 @@ func (e *Encoder) Islands(i int) []uint32 {
 	return e.isl[start:e.islEnds[i]:e.islEnds[i]]
 }
 
+// Size returns about how many bytes the datagrams of this broadcast take
+// so far: every datagram and record already written, and the open batch
+// record with its head and its stream as far as the range coder has
+// written it, held back and about two bytes for finishing it. The
+// difference around an AddKey or AddDelta is what that frame cost, to
+// within a few bytes, which is how a sender learns the size of the frames
+// it schedules under a byte budget.
+func (e *Encoder) Size() int {
+	n := len(e.buf)
+	if e.bat.open {
+		b := &e.bat
+		stream := len(b.rc.out) + b.rc.pending + 2 // and about what finishing the coder adds
+		n += 1 + uvarintLen(uint64(b.first-e.lastIsl)) + uvarintLen(uint64(b.st.count)) + uvarintLen(uint64(stream)) + stream
+	}
+	return n
+}
+
 // Datagrams closes the open datagram and returns every datagram of this
 // broadcast. The slices alias the encoder's buffer until the next Begin.
 func (e *Encoder) Datagrams() [][]byte {

@@ -1,0 +1,252 @@
+package broadcast
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/islandsync/islandsync/island"
+)
+
+// What an observer is sent when its link cannot carry everything: each
+// broadcast its budget (bytes) is filled with whole frames, most important
+// first, by priority accumulation.
+//
+//   - Every broadcast, each island the observer wants whose frame is in the
+//     broadcast gains its importance (DefaultImportance unless
+//     Config.Importance or SetWeight say otherwise) as priority.
+//   - Islands go in descending priority (ties: ascending island). One whose
+//     frame's estimated size fits what is left of the budget is sent and its
+//     priority starts again from zero; one that does not fit is passed over
+//     this broadcast, keeping its priority, and smaller ones after it may
+//     still fit. The first island of a broadcast goes even when it does not
+//     fit, so long as any budget is left: a frame larger than the budget is
+//     sent whole and its excess is owed by the next broadcasts.
+//   - A frame's size is estimated from what that island's last keyframe or
+//     delta to the observer took, corrected by how far the estimates of
+//     the last broadcasts were from what their frames took.
+//   - The budget is a bucket refilled by one broadcast's worth each
+//     broadcast and holding at most that: what an observer did not use is
+//     not saved up for a burst, and what a frame overdrew is paid back
+//     before anything else goes. So over any run of broadcasts the bytes
+//     sent stay within the budget's sum plus one frame.
+//   - A frame passed over is not encoded at all — not sent late: the next
+//     broadcast codes that island's newer frame, against whatever baseline
+//     the observer still holds (a keyframe when none).
+//
+// Starvation bound. Let N be the islands an observer wants, w the smallest
+// importance one of them has while it waits, W the sum of all their
+// importances, S the largest frame and B the budget per broadcast. An
+// island is sent at least once every 2·⌈S/B⌉·(N + W/w) broadcasts: each
+// island sent ahead of it in the later half of its wait had gathered at
+// least as much priority as it, which bounds how often each can be, while
+// the bucket sends at least one frame every ⌈S/B⌉ broadcasts.
+// TestStarvationBound checks it on seeded random worlds.
+
+// DefaultImportance is an island's importance when the game gives none: 1
+// for an island at rest, plus its fastest member's speed in m/s up to 15,
+// so a moving island is refreshed up to 16 times as often as a resting one
+// and none is left out for long.
+func DefaultImportance(_ uint32, f *island.Frame) float64 {
+	var v2 float64
+	for i := range f.Members {
+		s := &f.Members[i].State
+		v2 = max(v2, s.VX*s.VX+s.VY*s.VY)
+	}
+	if !(v2 < 225) { // NaN too
+		return 16
+	}
+	return 1 + math.Sqrt(v2)
+}
+
+// cand is one island the scheduler may send this broadcast.
+type cand struct {
+	prio float64 // priority gathered, this broadcast's importance included
+	size int     // its frame's estimated size, bytes
+	isl  uint32
+	i    int // its frame's index in the broadcast
+}
+
+// bucket is one observer's byte budget: what it may still send.
+type bucket struct {
+	credit int // bytes; negative while a frame larger than what was left is paid back
+	// scale corrects estimated sizes: what the frames picked actually took
+	// against their estimates, averaged over the last broadcasts (1/1024
+	// units; 0 means 1024, not learnt yet).
+	scale   int
+	planned int // the estimates of the frames picked this broadcast, bytes
+}
+
+// refill adds one broadcast's budget, keeping at most that much.
+func (k *bucket) refill(budget int) { k.credit = min(k.credit+budget, budget) }
+
+// spend takes the n bytes this broadcast's frames took, and learns from
+// them how far off their estimates were.
+func (k *bucket) spend(n int) {
+	k.credit -= n
+	if k.planned > 0 {
+		r := min(n*1024/k.planned, 8*1024) // this broadcast's ratio, at most 8
+		if k.scale == 0 {
+			k.scale = 1024
+		}
+		k.scale = max((3*k.scale+r)/4, 64) // at least 1/16
+	}
+	k.planned = 0
+}
+
+// scaled is an estimate corrected by what past estimates missed by.
+func (k *bucket) scaled(size int) int {
+	if k.scale == 0 {
+		return size
+	}
+	return max(size*k.scale/1024, 1)
+}
+
+// plan picks from cs, in place reordered by priority, the islands to send
+// this broadcast and returns how many it picked: cs[:n] are they. It does
+// not spend the credit; the caller spends what the frames actually cost.
+func (k *bucket) plan(cs []cand) int {
+	slices.SortFunc(cs, func(a, b cand) int {
+		if c := cmp.Compare(b.prio, a.prio); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.isl, b.isl)
+	})
+	left, n := k.credit, 0
+	for j := range cs {
+		if left <= 0 {
+			break
+		}
+		if size := k.scaled(cs[j].size); size <= left || n == 0 {
+			left -= size
+			k.planned += cs[j].size
+			cs[n], cs[j] = cs[j], cs[n]
+			n++
+		}
+	}
+	return n
+}
+
+// ObserverBudget is what the last broadcast to one observer did under its
+// budget (wire 3).
+type ObserverBudget struct {
+	// Budget is the bytes that broadcast could take: the smallest of
+	// Config.ObserverKbps, the observer's share of Config.ServerKbps and
+	// its path's rate (SetPathRate), over one SendPeriod. Zero means
+	// unlimited: every frame went.
+	Budget int
+	// Sent is the datagram bytes the broadcast took.
+	Sent int
+	// Deferred is the frames it left out for the budget.
+	Deferred int
+	// OldestAge is, among the islands the observer wants whose frames were
+	// in the broadcast, how many broadcasts ago the one longest without a
+	// frame was last sent one: 0 when every one went.
+	OldestAge int
+}
+
+// SetPathRate tells the broadcaster what observer id's path carries now,
+// bytes of datagrams per second (a transport derives it from its
+// congestion window and round-trip time); zero means unknown, leaving only
+// the configured caps. Each broadcast to it then takes at most one
+// SendPeriod of that rate.
+func (b *Broadcaster) SetPathRate(id ObserverID, bytesPerSecond int64) error {
+	o := b.observers[id]
+	if o == nil {
+		return ErrNoObserver
+	}
+	o.pathRate = max(bytesPerSecond, 0)
+	return nil
+}
+
+// SetWeight multiplies island id's importance (Config.Importance) by w
+// from now on, until the island is forgotten: 2 makes it go twice as often
+// as an otherwise equal island when budgets are short. w must be positive
+// and finite; 1 is the default. ErrTableFull when MaxIslands islands
+// already have one.
+func (b *Broadcaster) SetWeight(id uint32, w float64) error {
+	if !(w > 0) || math.IsInf(w, 0) {
+		return ErrBadMessage
+	}
+	if _, ok := b.weights[id]; !ok && len(b.weights) >= b.cfg.MaxIslands {
+		return ErrTableFull
+	}
+	b.weights[id] = w
+	return nil
+}
+
+// Budget returns what the last broadcast to observer id did under its
+// budget; false when no such observer is joined.
+func (b *Broadcaster) Budget(id ObserverID) (ObserverBudget, bool) {
+	o := b.observers[id]
+	if o == nil {
+		return ObserverBudget{}, false
+	}
+	return o.budget, true
+}
+
+// budgetOf is the bytes one broadcast to o may take; 0 means unlimited.
+func (b *Broadcaster) budgetOf(o *observer) int {
+	var rate int64 // bytes/s; 0: none yet
+	take := func(r int64) {
+		if r > 0 && (rate == 0 || r < rate) {
+			rate = r
+		}
+	}
+	take(int64(b.cfg.ObserverKbps) * 1000 / 8)
+	if b.cfg.ServerKbps > 0 {
+		take(max(int64(b.cfg.ServerKbps)*1000/8/int64(len(b.observers)), 1))
+	}
+	take(o.pathRate)
+	if rate == 0 {
+		return 0
+	}
+	return int(max(rate*b.cfg.SendPeriod/1_000_000, 1))
+}
+
+// importance is how much priority frame f's island gains this broadcast.
+func (b *Broadcaster) importance(f *island.Frame) float64 {
+	v := b.cfg.Importance(f.Key.Island, f)
+	if !(v > 0) || math.IsInf(v, 0) {
+		v = 1
+	}
+	if w, ok := b.weights[f.Key.Island]; ok {
+		v *= w
+	}
+	return v
+}
+
+// schedule picks, under o's budget, which of this broadcast's frames go to
+// o, marking their islands' entries (obsIsland.pick), and returns how many
+// frames it left out. Every wanted island gains its importance first.
+func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
+	o.bucket.refill(budget)
+	o.cands = o.cands[:0]
+	every := uint32(b.cfg.KeyframeEvery)
+	for i := range b.quant {
+		q, oi := b.wanted(o, i)
+		if oi == nil {
+			continue
+		}
+		oi.prio += q.imp
+		size := oi.deltaCost
+		if base, ok := oi.track.Baseline(b.seq); !ok || oi.wantKey || b.seq-oi.lastKey >= every || !deltaOK(base, &q.f) {
+			size = oi.keyCost
+			if size == 0 {
+				size = 8 + 14*len(q.f.Members) // a keyframe's members cost about 12 bytes each
+			}
+		} else if size == 0 {
+			size = 2 + 4*len(q.f.Members)
+		}
+		o.cands = append(o.cands, cand{prio: oi.prio, size: size, isl: q.f.Key.Island, i: i})
+	}
+	n := o.bucket.plan(o.cands)
+	for _, c := range o.cands[:n] {
+		oi := o.hint[c.i]
+		oi.pick, oi.prio, oi.sentSeq = true, 0, b.seq
+	}
+	for _, c := range o.cands[n:] {
+		oldest = max(oldest, int(b.seq-o.hint[c.i].sentSeq))
+	}
+	return len(o.cands) - n, oldest
+}

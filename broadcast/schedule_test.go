@@ -1,0 +1,127 @@
+package broadcast
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// simulate runs the scheduler alone over a world of islands with the given
+// importances and frame sizes (every island has a frame every broadcast,
+// and each frame costs exactly its estimate) for rounds broadcasts under
+// budget bytes each, and returns every island's longest wait between
+// frames sent, in broadcasts, with the bytes of each broadcast.
+func simulate(imp []float64, size []int, budget, rounds int) (wait []int, sent []int) {
+	n := len(imp)
+	prio := make([]float64, n)
+	last := make([]int, n) // broadcast of the last frame sent; 0: before the first
+	wait = make([]int, n)
+	var k bucket
+	cs := make([]cand, 0, n)
+	for r := 1; r <= rounds; r++ {
+		k.refill(budget)
+		cs = cs[:0]
+		for i := range n {
+			prio[i] += imp[i]
+			cs = append(cs, cand{prio: prio[i], size: size[i], isl: uint32(i), i: i})
+		}
+		picked := k.plan(cs)
+		bytes := 0
+		for _, c := range cs[:picked] {
+			prio[c.i] = 0
+			wait[c.i] = max(wait[c.i], r-last[c.i])
+			last[c.i] = r
+			bytes += c.size
+		}
+		k.spend(bytes)
+		sent = append(sent, bytes)
+	}
+	for i := range n {
+		wait[i] = max(wait[i], rounds+1-last[i])
+	}
+	return wait, sent
+}
+
+// TestStarvationBound: on seeded random worlds — up to 300 islands,
+// importances from 1 to 64, frames from 4 bytes to twice the budget — no
+// island waits longer than 2·⌈S/B⌉·(N + W/w) broadcasts between frames
+// (the bound the scheduler's doc states), and the bytes of any run of
+// broadcasts stay within the budget's sum plus one largest frame.
+func TestStarvationBound(t *testing.T) {
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		n := 1 + rng.IntN(300)
+		budget := 16 + rng.IntN(4000)
+		imp, size := make([]float64, n), make([]int, n)
+		var w float64
+		smax := 0
+		for i := range n {
+			imp[i] = 1 + 63*rng.Float64()*rng.Float64()
+			size[i] = 4 + rng.IntN(2*budget)
+			if rng.IntN(4) > 0 {
+				size[i] = 4 + rng.IntN(max(budget/8, 1)) // most frames are small
+			}
+			w += imp[i]
+			smax = max(smax, size[i])
+		}
+		rounds := 2000
+		wait, sent := simulate(imp, size, budget, rounds)
+		spans := float64((smax + budget - 1) / budget)
+		for i := range n {
+			bound := 2 * spans * (float64(n) + w/imp[i])
+			if float64(wait[i]) > bound {
+				t.Fatalf("seed %d: island %d (importance %.1f, %d bytes) waited %d broadcasts, bound %.0f (N %d, W %.0f, S %d, B %d)",
+					seed, i, imp[i], size[i], wait[i], bound, n, w, smax, budget)
+			}
+		}
+		for span := 1; span <= 40; span *= 2 {
+			sum := 0
+			for r := range sent {
+				sum += sent[r]
+				if r >= span {
+					sum -= sent[r-span]
+				}
+				if sum > span*budget+smax {
+					t.Fatalf("seed %d: %d bytes over %d broadcasts of budget %d (largest frame %d)", seed, sum, span, budget, smax)
+				}
+			}
+		}
+	}
+}
+
+// TestImportanceShares: under a budget that takes a quarter of the frames,
+// a more important island is sent at least as often as a less important
+// one, and an island of importance k at least 0.6·k times as often as one
+// of importance 1 (accumulation sends in whole broadcasts, so shares are
+// near, not exactly, proportional).
+func TestImportanceShares(t *testing.T) {
+	imp := []float64{1, 1, 2, 4, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	const rounds = 4000
+	var prio [16]float64
+	var k bucket
+	count := make([]int, len(imp))
+	for range rounds {
+		k.refill(400) // four frames of sixteen
+		cs := make([]cand, 0, len(imp))
+		for i := range imp {
+			prio[i] += imp[i]
+			cs = append(cs, cand{prio: prio[i], size: 100, isl: uint32(i), i: i})
+		}
+		n := k.plan(cs)
+		for _, c := range cs[:n] {
+			prio[c.i] = 0
+			count[c.i]++
+		}
+		k.spend(100 * n)
+	}
+	t.Logf("importances %v: sent %v", imp, count)
+	for i := range imp {
+		for j := range imp {
+			if imp[i] < imp[j] && count[i] > count[j] {
+				t.Errorf("island %d (importance %.0f) sent %d times, island %d (importance %.0f) %d", i, imp[i], count[i], j, imp[j], count[j])
+			}
+		}
+		if float64(count[i]) < 0.6*imp[i]*float64(count[0]) {
+			t.Errorf("island %d (importance %.0f) sent %d times, an island of importance 1 %d", i, imp[i], count[i], count[0])
+		}
+	}
+}
