@@ -45,6 +45,7 @@ var All = []Scenario{
 var Extra = []Scenario{
 	{"fiedler", "900 boxes in stacks of three and a pusher sweeping through them end to end without pause, sleeping on: about a third move", buildFiedler},
 	{"boxes", "900 loose boxes in stacks of three and a kinematic pusher sweeping through them, sleeping on", buildBoxes},
+	{"bigworld", "10,100 bodies in 3,560 islands along a 2 km floor — carts, boxes, ragdolls, chains — and eight movers sweeping it: more than one observer's link carries", buildBigWorld},
 }
 
 // buildBoxes is a Fiedler-style scene: 300 stacks of three 0.5 m boxes on a
@@ -149,20 +150,7 @@ func buildRagdolls(w *physics.World) *script {
 	for k := 0; k < 24; k++ {
 		x := float64(k%8)*2.2 + 1
 		y := 2 + float64(k/8)*2.5
-		torso := w.AddBody(3, 0.4, 0.8, cp.Vector{X: x, Y: y}, 0, true)
-		head := w.AddBody(1, 0.3, 0.3, cp.Vector{X: x, Y: y + 0.6}, 0, true)
-		armL := w.AddBody(0.5, 0.5, 0.12, cp.Vector{X: x - 0.45, Y: y + 0.3}, 0, true)
-		armR := w.AddBody(0.5, 0.5, 0.12, cp.Vector{X: x + 0.45, Y: y + 0.3}, 0, true)
-		legL := w.AddBody(0.8, 0.14, 0.6, cp.Vector{X: x - 0.12, Y: y - 0.7}, 0, true)
-		legR := w.AddBody(0.8, 0.14, 0.6, cp.Vector{X: x + 0.12, Y: y - 0.7}, 0, true)
-		piv := func(a, b island.MemberID, aa, bb cp.Vector) {
-			w.AddJoint(physics.JointSpec{Kind: physics.Pivot, A: a, B: b, AnchorA: aa, AnchorB: bb})
-		}
-		piv(torso, head, cp.Vector{Y: 0.45}, cp.Vector{Y: -0.15})
-		piv(torso, armL, cp.Vector{X: -0.2, Y: 0.3}, cp.Vector{X: 0.25})
-		piv(torso, armR, cp.Vector{X: 0.2, Y: 0.3}, cp.Vector{X: -0.25})
-		piv(torso, legL, cp.Vector{X: -0.12, Y: -0.4}, cp.Vector{Y: 0.3})
-		piv(torso, legR, cp.Vector{X: 0.12, Y: -0.4}, cp.Vector{Y: 0.3})
+		ragdoll(w, x, y)
 	}
 	return &script{}
 }
