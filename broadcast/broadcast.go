@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/islandsync/islandsync/baseline"
@@ -82,6 +83,20 @@ type Config struct {
 	// positive and finite (anything else counts as 1). Nil means
 	// DefaultImportance.
 	Importance func(islandID uint32, f *island.Frame) float64
+	// InterestMargin is how far, in metres, an island may drift out of
+	// every region of an observer that subscribed to regions before it
+	// starts to leave that observer's interest. Zero means
+	// DefaultInterestMargin; negative means none.
+	InterestMargin float64
+	// InterestGrace is how many broadcasts an island stays out of every
+	// grown region before the observer gets its Forget. Zero means
+	// DefaultInterestGrace; negative means none (forgotten at once).
+	InterestGrace int
+	// FocusRadius is the radius, in metres, around a region's centre
+	// within which islands gain importance for that observer (up to 8
+	// times at the centre). Zero means DefaultFocusRadius; negative means
+	// none.
+	FocusRadius float64
 }
 
 // Errors.
@@ -121,13 +136,15 @@ type observer struct {
 	bucket      bucket                // its byte budget (wire 3)
 	cands       []cand                // broadcastQuant's scratch
 	budget      ObserverBudget        // what the last broadcast to it did
+	regions     []codec.Region        // its areas of interest; nil unless it subscribed to regions
+	inside      map[uint32]*interest  // in region mode: the islands in its interest
 	lastSeq     uint32                // the broadcast sequence it was last encoded for
 }
 
 // limit cuts a subscription to what the observer may see.
 func (o *observer) limit(s codec.Subscribe) codec.Subscribe {
-	if !o.restricted {
-		return s
+	if !o.restricted || s.Regions != nil && !s.All {
+		return s // regions: what enters is checked against allowed
 	}
 	if s.All {
 		return codec.Subscribe{Islands: o.allowed}
@@ -142,6 +159,10 @@ func (o *observer) limit(s codec.Subscribe) codec.Subscribe {
 }
 
 func (o *observer) wants(islandID uint32) bool {
+	if o.regions != nil {
+		_, ok := o.inside[islandID]
+		return ok
+	}
 	if o.all {
 		return true
 	}
@@ -187,8 +208,12 @@ type Broadcaster struct {
 	byTime []*island.Frame
 	ids    []ObserverID
 
-	stamps  *stamp.History     // what was sent, to judge view stamps; nil without Config.StampHistory
-	weights map[uint32]float64 // SetWeight's, until the island is forgotten
+	stamps    *stamp.History     // what was sent, to judge view stamps; nil without Config.StampHistory
+	weights   map[uint32]float64 // SetWeight's, until the island is forgotten
+	bounds    map[uint32]box     // each live island's bounds in its newest frame (when some observer has regions)
+	sorted    []uint32           // live islands ascending, as of sortedGen
+	sortedGen uint64
+	ticks     uint32 // Frames calls: the clock of interest's grace
 
 	cdec *codec.ControlDecoder // FeedbackBytes' decoder
 	one  [1]*observer          // broadcastQuant's scratch: the observer one encoding goes to
@@ -257,11 +282,26 @@ func New(cfg Config) (*Broadcaster, error) {
 	if cfg.Importance == nil {
 		cfg.Importance = DefaultImportance
 	}
+	switch {
+	case cfg.InterestMargin == 0:
+		cfg.InterestMargin = DefaultInterestMargin
+	case cfg.InterestMargin < 0 || math.IsNaN(cfg.InterestMargin):
+		cfg.InterestMargin = 0
+	}
+	switch {
+	case cfg.InterestGrace == 0:
+		cfg.InterestGrace = DefaultInterestGrace
+	case cfg.InterestGrace < 0:
+		cfg.InterestGrace = 0
+	}
+	if cfg.FocusRadius == 0 {
+		cfg.FocusRadius = DefaultFocusRadius
+	}
 	if cfg.ObserverKbps < 0 || cfg.ServerKbps < 0 {
 		return nil, errors.New("broadcast: a negative budget")
 	}
 	b := &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
-		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, classes: map[uint32]quant.Class{}, weights: map[uint32]float64{}, observers: map[ObserverID]*observer{},
+		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, classes: map[uint32]quant.Class{}, weights: map[uint32]float64{}, bounds: map[uint32]box{}, observers: map[ObserverID]*observer{},
 		encoders: map[int]*codec.FloatEncoder{}, enc2: map[int]*codec.Encoder{},
 		cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: cfg.Codec.MaxMembers})}
 	if cfg.StampHistory > 0 {
@@ -350,7 +390,7 @@ func (b *Broadcaster) Restrict(id ObserverID, islands []uint32) error {
 	if o == nil {
 		return ErrNoObserver
 	}
-	cur := codec.Subscribe{All: o.all, Islands: o.subs}
+	cur := codec.Subscribe{All: o.all, Islands: o.subs, Regions: o.regions}
 	o.restricted, o.allowed = true, slices.Clone(islands)
 	return b.Subscribe(id, cur)
 }
@@ -365,6 +405,10 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		return ErrNoObserver
 	}
 	s = o.limit(s)
+	if s.Regions != nil && !s.All {
+		b.subscribeRegions(o, s.Regions)
+		return nil
+	}
 	for _, isl := range b.liveIslands() {
 		had := o.wants(isl)
 		now := s.All
@@ -384,6 +428,7 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		}
 	}
 	o.all, o.subs, o.subKey = s.All, slices.Clone(s.Islands), ""
+	o.regions, o.inside = nil, nil
 	if !s.All {
 		key := append(make([]byte, 0, 1+4*len(s.Islands)), 'L')
 		for _, isl := range s.Islands {
@@ -514,12 +559,14 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		delete(b.physics, m.Island)
 		delete(b.classes, m.Island)
 		delete(b.weights, m.Island)
+		delete(b.bounds, m.Island)
 		if b.stamps != nil {
 			b.stamps.Forget(m.Island)
 		}
 		b.queueAll(m, &m.Island)
 		for _, o := range b.observers {
 			o.forgetIsland(m.Island)
+			delete(o.inside, m.Island)
 		}
 	case codec.Cut:
 		b.queueAll(m, &m.Island) // an event, not state: late joiners get the new segment's frames
@@ -574,6 +621,7 @@ func (b *Broadcaster) encoder(maxDatagram int) (*codec.FloatEncoder, error) {
 // the same datagram cap and subscription shares one encoding: one buffer,
 // allocated per group and call, that nobody writes again.
 func (b *Broadcaster) Frames(frames []*island.Frame) {
+	b.interests(frames)
 	if b.stamps != nil {
 		for _, f := range frames {
 			if b.live(f.Key.Island) {

@@ -2,6 +2,7 @@ package broadcast
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/islandsync/islandsync/codec"
 )
@@ -16,7 +17,7 @@ import (
 // from one state: a fuzz harness, a replay tool.
 func (b *Broadcaster) Clone() *Broadcaster {
 	c := &Broadcaster{cfg: b.cfg, idents: maps.Clone(b.idents), leases: maps.Clone(b.leases),
-		manifests: maps.Clone(b.manifests), physics: maps.Clone(b.physics), classes: maps.Clone(b.classes), weights: maps.Clone(b.weights),
+		manifests: maps.Clone(b.manifests), physics: maps.Clone(b.physics), classes: maps.Clone(b.classes), weights: maps.Clone(b.weights), bounds: maps.Clone(b.bounds), ticks: b.ticks,
 		observers: make(map[ObserverID]*observer, len(b.observers)),
 		encoders:  map[int]*codec.FloatEncoder{}, enc2: map[int]*codec.Encoder{},
 		stats: b.Stats(), seq: b.seq, cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: b.cfg.Codec.MaxMembers})}
@@ -29,6 +30,14 @@ func (b *Broadcaster) Clone() *Broadcaster {
 		p.snd = o.snd.Clone()
 		p.hint = nil // it points into o's entries
 		p.cands = nil
+		p.regions = slices.Clone(o.regions)
+		if o.inside != nil {
+			p.inside = make(map[uint32]*interest, len(o.inside))
+			for isl, st := range o.inside {
+				c := *st
+				p.inside[isl] = &c
+			}
+		}
 		p.held = make(map[uint32]*obsIsland, len(o.held))
 		for isl, oi := range o.held {
 			q := *oi

@@ -143,6 +143,9 @@ type ObserverBudget struct {
 	// in the broadcast, how many broadcasts ago the one longest without a
 	// frame was last sent one: 0 when every one went.
 	OldestAge int
+	// Interest is how many islands are in its interest when it subscribed
+	// to regions; 0 otherwise.
+	Interest int
 }
 
 // SetPathRate tells the broadcaster what observer id's path carries now,
@@ -228,7 +231,13 @@ func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
 		if oi == nil {
 			continue
 		}
-		oi.prio += q.imp
+		imp := q.imp
+		if o.regions != nil {
+			if bx, ok := b.bounds[q.f.Key.Island]; ok {
+				imp *= b.focus(o, bx)
+			}
+		}
+		oi.prio += imp
 		size := oi.deltaCost
 		if base, ok := oi.track.Baseline(b.seq); !ok || oi.wantKey || b.seq-oi.lastKey >= every || !deltaOK(base, &q.f) {
 			size = oi.keyCost

@@ -211,7 +211,14 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 		enc := b.wireEncoder(o.maxDatagram)
 		enc.Begin(o.packet, b.seq, t)
 		budget := b.budgetOf(o)
-		o.budget = ObserverBudget{Budget: budget}
+		// Parity is spent only while the budget has room: when the last
+		// broadcast left frames out the path is short of bytes, and parity
+		// would take them from frames.
+		short := budget > 0 && o.budget.Deferred > 0
+		if short {
+			_ = enc.SetParity(0)
+		}
+		o.budget = ObserverBudget{Budget: budget, Interest: len(o.inside)}
 		if budget > 0 {
 			o.budget.Deferred, o.budget.OldestAge = b.schedule(o, budget)
 			b.stats.Deferred += uint64(o.budget.Deferred)
@@ -256,6 +263,9 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 			}
 		}
 		dgs := enc.Datagrams()
+		if short {
+			_ = enc.SetParity(b.cfg.Parity)
+		}
 		if budget > 0 {
 			for _, d := range dgs {
 				o.budget.Sent += len(d)

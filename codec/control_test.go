@@ -40,6 +40,7 @@ func controlCases() []struct {
 		{"cut", Cut{Island: 7, Segment: 2, Time: 2_000_000}},
 		{"subscribe-all", Subscribe{All: true}},
 		{"subscribe-list", Subscribe{Islands: []uint32{1, 7, 40}}},
+		{"subscribe-regions", Subscribe{Regions: []Region{{X0: -20, Y0: 0, X1: 20, Y1: 15.5}, {X0: 480, Y0: -1, X1: 520.25, Y1: 40}}}},
 		{"received", Received{Newest: 1042, Prior: 0x8000_0000_0000_0005}},
 		{"keyframes", Keyframes{Islands: []uint32{7, 40}}},
 		{"hello", Hello{Token: []byte{1, 0xfe, 0xff, 0x00, 0x07}}},
@@ -150,6 +151,13 @@ func TestControlRejects(t *testing.T) {
 	}
 	u32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	f64s := func(vs ...float64) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		return b
+	}
 	cases := []struct {
 		name string
 		b    []byte
@@ -161,7 +169,8 @@ func TestControlRejects(t *testing.T) {
 		{"unknown type", env(0x7f, 0), ErrUnknownType},
 		{"welcome version 1 (before Physics)", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome version 2 (before Received)", env(TypeWelcome, cat([]byte{2}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
-		{"welcome version 4", env(TypeWelcome, cat([]byte{4}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 5", env(TypeWelcome, cat([]byte{5}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 3", env(TypeWelcome, cat([]byte{3}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome zero period", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(0), []byte{0xb0, 4})...), ErrMalformed},
 		{"welcome small cap", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0x10, 0})...), ErrMalformed},
 		{"welcome trailing", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0xb0, 4, 0})...), ErrMalformed},
@@ -173,7 +182,12 @@ func TestControlRejects(t *testing.T) {
 		{"manifest over cap", env(TypeManifest, cat(u32(1), u32(1), u32(1), u32(3))...), ErrLimit},
 		{"lease short", env(TypeLease, make([]byte, 11)...), ErrTruncated},
 		{"lease long", env(TypeLease, make([]byte, 13)...), ErrMalformed},
-		{"subscribe mode", env(TypeSubscribe, cat([]byte{2}, u32(0))...), ErrMalformed},
+		{"subscribe mode", env(TypeSubscribe, cat([]byte{3}, u32(0))...), ErrMalformed},
+		{"subscribe regions over the cap", env(TypeSubscribe, cat([]byte{2}, u32(MaxRegions+1))...), ErrLimit},
+		{"subscribe region short", env(TypeSubscribe, cat([]byte{2}, u32(1), f64s(0, 0, 1))...), ErrTruncated},
+		{"subscribe region reversed", env(TypeSubscribe, cat([]byte{2}, u32(1), f64s(2, 0, 1, 1))...), ErrMalformed},
+		{"subscribe region not finite", env(TypeSubscribe, cat([]byte{2}, u32(1), f64s(0, 0, math.Inf(1), 1))...), ErrMalformed},
+		{"subscribe region NaN", env(TypeSubscribe, cat([]byte{2}, u32(1), f64s(math.NaN(), 0, 1, 1))...), ErrMalformed},
 		{"hello empty token", env(TypeHello, 0, 0), ErrMalformed},
 		{"hello token too long", env(TypeHello, 0x01, 0x20), ErrMalformed},
 		{"hello token cut short", env(TypeHello, 3, 0, 1, 2), ErrTruncated},

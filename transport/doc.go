@@ -65,6 +65,18 @@
 //     or more, its datagrams are dropped (counted) rather than sent, since
 //     on a congested path QUIC fills packets with datagrams before stream
 //     data and frames are lossy anyway.
+//   - What each observer's path carries sets its budget: at every
+//     broadcast the server tells the broadcaster the path's rate — QUIC's
+//     congestion window over its smoothed round-trip time, times 1.25 so
+//     that the window still grows, less the control bytes queued — and the
+//     broadcaster leaves out the frames that do not fit rather than
+//     encoding them to arrive late (broadcast.Broadcaster.SetPathRate).
+//     A datagram is handed to quic-go only once quic-go has put on the wire
+//     nearly all it was handed (ConnectionStats' BytesSent), so datagrams
+//     wait here, not in quic-go's queue; one that waited over two broadcast
+//     periods is dropped (islandsync_frames_dropped_late_total), and how
+//     long each waited is islandsync_datagram_queue_wait_seconds.
+//     ServerConfig.FixedRate turns all three off.
 //   - Datagrams to an observer: DatagramQueue entries. A broadcast's
 //     datagrams replace queued ones whose islands all have a newer frame in
 //     it, and past the cap the oldest go; both are counted

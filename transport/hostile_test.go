@@ -144,7 +144,7 @@ func TestGarbageIsDisconnected(t *testing.T) {
 		"huge length":   func(_ *quic.Conn, st *quic.Stream) { _, _ = st.Write([]byte{0xff, 0xff, 0xff, 0x7f, 0x10}) },
 		// Well framed, so the reader passes them on; Run finds them bad.
 		"malformed body": func(_ *quic.Conn, st *quic.Stream) {
-			_, _ = st.Write([]byte{6, 0, 0, 0, byte(codec.TypeSubscribe), 2, 0, 0, 0, 0}) // subscribe mode 2
+			_, _ = st.Write([]byte{6, 0, 0, 0, byte(codec.TypeSubscribe), 3, 0, 0, 0, 0}) // subscribe mode 3
 		},
 		"unknown type": func(_ *quic.Conn, st *quic.Stream) { _, _ = st.Write([]byte{2, 0, 0, 0, 0x7f, 0}) },
 		"wrong direction": func(_ *quic.Conn, st *quic.Stream) {

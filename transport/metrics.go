@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/quic-go/quic-go"
+
+	"github.com/islandsync/islandsync/broadcast"
 )
 
 // Metrics are the server's Prometheus metrics. A nil *Metrics records
@@ -39,6 +41,28 @@ type Metrics struct {
 	// QueueAgeMax is the largest such age over all observers at the last
 	// broadcast, in seconds.
 	QueueAgeMax prometheus.Gauge
+	// DatagramWait is how long each datagram sent waited, from being
+	// queued for its observer to being handed to QUIC, in seconds.
+	DatagramWait prometheus.Histogram
+	// FramesLate counts frames of datagrams dropped from an observer's
+	// queue because they had waited over two broadcast periods.
+	FramesLate prometheus.Counter
+	// Budget is, at every broadcast, each observer's byte budget for it in
+	// bytes per second (0: unlimited).
+	Budget prometheus.Histogram
+	// BudgetUsed counts datagram bytes sent under budgets (all of them when
+	// no budget is set).
+	BudgetUsed prometheus.Counter
+	// FramesDeferred counts frames an observer's budget left out.
+	FramesDeferred prometheus.Counter
+	// OldestIslandAge is, at every broadcast, per observer, how long ago the
+	// island it wants that has gone longest without a frame got one, in
+	// seconds; OldestIslandAgeMax the largest over observers at the last
+	// broadcast.
+	OldestIslandAge    prometheus.Histogram
+	OldestIslandAgeMax prometheus.Gauge
+
+	oldest float64 // the largest OldestIslandAge of the broadcast being flushed
 }
 
 // NewMetrics creates the metrics and registers them with reg, together
@@ -69,9 +93,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}),
 		QueueAgeMax: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "islandsync", Name: "observer_queue_age_max_seconds",
 			Help: "The largest observer queue age at the last broadcast."}),
+		DatagramWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Name: "datagram_queue_wait_seconds",
+			Help:    "How long each datagram sent waited from being queued for its observer to being handed to QUIC.",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}}),
+		FramesLate: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "frames_dropped_late_total",
+			Help: "Frames of datagrams dropped from an observer's queue after waiting over two broadcast periods."}),
+		Budget: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Name: "observer_budget_bytes_per_second",
+			Help:    "At every broadcast, per observer: its byte budget (0: unlimited).",
+			Buckets: prometheus.ExponentialBuckets(4000, 2, 12)}),
+		BudgetUsed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "observer_budget_bytes_used_total",
+			Help: "Datagram bytes encoded for observers, summed over them."}),
+		FramesDeferred: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "frames_deferred_total",
+			Help: "Frames an observer's byte budget left out, summed over observers."}),
+		OldestIslandAge: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Name: "observer_oldest_island_age_seconds",
+			Help:    "At every broadcast, per observer: the age of the island it wants that went longest without a frame.",
+			Buckets: []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10}}),
+		OldestIslandAgeMax: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "islandsync", Name: "observer_oldest_island_age_max_seconds",
+			Help: "The largest observer_oldest_island_age_seconds at the last broadcast."}),
 	}
 	reg.MustRegister(m.Observers, m.DatagramsSent, m.BytesSent, m.FramesDropped, m.DatagramsSlow, m.Rejects,
 		m.HandshakesFailed, m.JoinsRefused, m.TokensRefused, m.Closes, m.QueueAge, m.QueueAgeMax,
+		m.DatagramWait, m.FramesLate, m.Budget, m.BudgetUsed, m.FramesDeferred, m.OldestIslandAge, m.OldestIslandAgeMax,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -126,6 +168,31 @@ func (m *Metrics) closed(code quic.ApplicationErrorCode) {
 	}
 }
 
+func (m *Metrics) droppedLate(frames int) {
+	if m != nil {
+		m.FramesLate.Add(float64(frames))
+	}
+}
+
+func (m *Metrics) waited(d time.Duration) {
+	if m != nil {
+		m.DatagramWait.Observe(d.Seconds())
+	}
+}
+
+// budget records what one broadcast to one observer did under its budget.
+func (m *Metrics) budget(b broadcast.ObserverBudget, period time.Duration) {
+	if m == nil || period <= 0 {
+		return
+	}
+	m.Budget.Observe(float64(b.Budget) / period.Seconds())
+	m.BudgetUsed.Add(float64(b.Sent))
+	m.FramesDeferred.Add(float64(b.Deferred))
+	age := float64(b.OldestAge) * period.Seconds()
+	m.OldestIslandAge.Observe(age)
+	m.oldest = max(m.oldest, age)
+}
+
 // queueAges records one broadcast's observer queue ages, in seconds.
 func (m *Metrics) queueAges(ages []float64) {
 	if m == nil {
@@ -137,6 +204,8 @@ func (m *Metrics) queueAges(ages []float64) {
 		worst = max(worst, a)
 	}
 	m.QueueAgeMax.Set(worst)
+	m.OldestIslandAgeMax.Set(m.oldest)
+	m.oldest = 0
 }
 
 // ServeMetrics serves g's metrics at /metrics on addr (host:port; port 0

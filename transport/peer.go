@@ -29,10 +29,13 @@ type peer struct {
 	broke       bool         // Run's alone: the observer broke the protocol; its messages still queued are ignored
 	token       *token.Token // what its connect token granted; nil without one
 	stall       time.Duration
-	heard       atomic.Int64 // Unix ns of the last control message from the observer
-	inFlight    atomic.Int32 // its messages read but not yet applied by Run
-	writingAt   atomic.Int64 // Unix ns the control write in progress began; 0 when none is
-	sentSince   time.Time    // Run's alone: when its first datagram was queued; zero before
+	heard       atomic.Int64  // Unix ns of the last control message from the observer
+	inFlight    atomic.Int32  // its messages read but not yet applied by Run
+	writingAt   atomic.Int64  // Unix ns the control write in progress began; 0 when none is
+	sentSince   time.Time     // Run's alone: when its first datagram was queued; zero before
+	late        time.Duration // a datagram queued longer is dropped, not sent; 0: never
+	handed      atomic.Int64  // datagram and control bytes handed to quic-go
+	quicHeld    atomic.Int64  // of them, about how many it has not yet sent (pace)
 
 	mu        sync.Mutex
 	ctl       []byte    // control bytes not yet written
@@ -219,6 +222,7 @@ func (p *peer) writeControl() {
 			p.writingAt.Store(start.UnixNano())
 			_, err := p.stream.Write(b[:n])
 			p.writingAt.Store(0)
+			p.handed.Add(int64(n))
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
@@ -235,6 +239,9 @@ func (p *peer) writeControl() {
 }
 
 func (p *peer) sendDatagrams() {
+	var held, lastHanded int64 // pace's estimate of what quic-go holds
+	var lastSent uint64
+	var moved time.Time // when quic-go last put bytes on the wire
 	for {
 		select {
 		case <-p.wakeDG:
@@ -251,7 +258,19 @@ func (p *peer) sendDatagrams() {
 			p.dgs[0] = queued{}
 			p.dgs = p.dgs[1:]
 			p.mu.Unlock()
-			if p.controlWaits(time.Now()) {
+			now := time.Now()
+			if p.late > 0 {
+				if now = p.pace(&held, &lastSent, &lastHanded, &moved); now.IsZero() {
+					return
+				}
+			}
+			if p.late > 0 && now.Sub(d.at) > p.late {
+				// Too late to be worth sending: the observer has or will
+				// have a newer frame of its islands first.
+				p.m.droppedLate(len(d.Islands))
+				continue
+			}
+			if p.controlWaits(now) {
 				// Control first: on a congested path QUIC fills each packet
 				// with a datagram before stream data, so datagrams sent
 				// now would keep the control stream waiting. Frames are
@@ -268,9 +287,85 @@ func (p *peer) sendDatagrams() {
 				p.m.reject("datagram-send")
 				continue
 			}
+			p.handed.Add(int64(len(d.Bytes)))
 			p.m.sent(len(d.Bytes))
+			p.m.waited(time.Since(d.at))
 		}
 	}
+}
+
+// pace waits until quic-go has sent nearly all it was handed, so that a
+// datagram waits here — where one too late is dropped — rather than in
+// quic-go's queue, which drains no faster than the congestion window allows
+// and from which nobody can take a stale datagram back. What quic-go still
+// holds is estimated from what it has put on the wire (ConnectionStats'
+// BytesSent) against what it was handed (datagrams and control bytes),
+// never below zero: headers and acknowledgements only make it look
+// emptier. It returns the time it let the datagram go; zero when the
+// connection ended meanwhile.
+func (p *peer) pace(held *int64, lastSent *uint64, lastHanded *int64, moved *time.Time) time.Time {
+	for {
+		now := time.Now()
+		sent := p.conn.ConnectionStats().BytesSent
+		handed := p.handed.Load()
+		*held = max(*held+(handed-*lastHanded)-int64(sent-*lastSent), 0)
+		if sent != *lastSent || moved.IsZero() {
+			*moved = now
+		} else if now.Sub(*moved) > 2*p.late {
+			// Nothing went on the wire for that long: quic-go holds
+			// nothing it could send (what it was handed and never sent —
+			// a datagram it dropped — must not hold the pace forever).
+			*held = 0
+		}
+		*lastSent, *lastHanded = sent, handed
+		p.quicHeld.Store(*held)
+		if *held <= paceHeld {
+			return now
+		}
+		t := time.NewTimer(paceStep)
+		select {
+		case <-t.C:
+		case <-p.conn.Context().Done():
+			t.Stop()
+			return time.Time{}
+		}
+	}
+}
+
+// pathGain is how far above the congestion window's rate an observer's
+// budget goes: QUIC grows its window only while the window is what holds
+// the sender back, so a budget at exactly the window's rate would let each
+// loss shrink it for good.
+const pathGain = 1.25
+
+// paceHeld is how many bytes quic-go may hold unsent before the next
+// datagram waits (about two full datagrams), and paceStep how often a
+// waiting sender looks again.
+const (
+	paceHeld = 2500
+	paceStep = 2 * time.Millisecond
+)
+
+// pathRate is what the observer's path carries now, datagram bytes per
+// second: QUIC's congestion window over its smoothed round-trip time, less
+// what is still queued for the observer (control bytes and datagrams
+// here, and what quic-go holds unsent, spread over one broadcast period). Zero before the first round-trip
+// sample; at least 1 after, so that a path that carries nothing now still
+// gets one frame now and then rather than none at all.
+func (p *peer) pathRate(period time.Duration) int64 {
+	st := p.conn.ConnectionStats()
+	if st.SmoothedRTT <= 0 || st.CongestionWindow == 0 || period <= 0 {
+		return 0
+	}
+	rate := int64(pathGain * float64(st.CongestionWindow) / st.SmoothedRTT.Seconds())
+	p.mu.Lock()
+	backlog := len(p.ctl)
+	for _, d := range p.dgs {
+		backlog += len(d.Bytes)
+	}
+	p.mu.Unlock()
+	rate -= int64(float64(backlog) / period.Seconds())
+	return max(rate, 1)
 }
 
 func (p *peer) close(code quic.ApplicationErrorCode, reason string) {

@@ -73,6 +73,20 @@ type ServerConfig struct {
 	// goroutine, the one that calls Source.Step. Nil means
 	// broadcast.DefaultClass: rigid precision for every island.
 	Class func(islandID uint32, members int) quant.Class
+	// ObserverKbps caps what each observer is sent, kbit/s of datagram
+	// bytes (broadcast.Config.ObserverKbps). Zero means no cap of its own.
+	ObserverKbps int
+	// ServerKbps caps what all observers together are sent, kbit/s,
+	// shared evenly (broadcast.Config.ServerKbps). Zero means no cap.
+	ServerKbps int
+	// FixedRate turns off what follows the path: by default every
+	// broadcast to an observer takes at most what its QUIC path carries now
+	// — the congestion window over the smoothed round-trip time, less what
+	// is still queued for it — so that frames that do not fit are left out
+	// rather than queued to arrive late; a datagram is handed to quic-go
+	// only once quic-go has sent nearly all it was handed before, and one
+	// that waited here over two broadcast periods is dropped (counted).
+	FixedRate bool
 
 	// SubscribeTimeout bounds an observer's admission: from its handshake,
 	// its control stream and a whole Subscribe on it (after a valid Hello,
@@ -148,6 +162,7 @@ type Server struct {
 	nextID broadcast.ObserverID
 	paused bool
 	pauseC chan bool
+	period time.Duration // the source's broadcast period
 
 	admitting  atomic.Int64     // connections past the handshake, not yet joined
 	handshakes atomic.Int64     // handshakes in progress
@@ -182,7 +197,8 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 	if cfg.Timeline == 0 {
 		cfg.Timeline = randomTimeline()
 	}
-	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire, Parity: cfg.Parity, Class: cfg.Class})
+	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire, Parity: cfg.Parity, Class: cfg.Class,
+		ObserverKbps: cfg.ObserverKbps, ServerKbps: cfg.ServerKbps})
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +212,7 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, udp: udp, bc: bc, src: src, log: cfg.Logger, m: cfg.Metrics,
 		events: make(chan event, 1024), conns: map[broadcast.ObserverID]*peer{}, pauseC: make(chan bool),
-		byToken: map[uint64]*peer{}}
+		byToken: map[uint64]*peer{}, period: time.Duration(src.Period()) * time.Microsecond}
 	s.tr = &quic.Transport{Conn: udp, ConnContext: s.connContext}
 	s.ln, err = s.tr.Listen(cfg.TLS, quicConfig(cfg.IdleTimeout))
 	if err != nil {
@@ -281,9 +297,22 @@ func (s *Server) Run(ctx context.Context) error {
 					s.log.Warn("control refused by broadcaster", "type", m.Type().String(), "err", err)
 				}
 			}
+			s.pathRates()
 			s.bc.Frames(frames)
 			s.flush(&ctl, &dgs)
 		}
+	}
+}
+
+// pathRates tells the broadcaster what each observer's path carries now.
+func (s *Server) pathRates() {
+	if s.cfg.FixedRate || s.cfg.Wire == 1 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, p := range s.conns {
+		_ = s.bc.SetPathRate(id, p.pathRate(s.period))
 	}
 }
 
@@ -298,6 +327,9 @@ func (s *Server) flush(ctl *[]byte, dgs *[]broadcast.Datagram) {
 	for id, p := range s.conns {
 		if s.m != nil {
 			s.ages = append(s.ages, p.queueAge(now).Seconds())
+		}
+		if bud, ok := s.bc.Budget(id); ok {
+			s.m.budget(bud, s.period)
 		}
 		*ctl, *dgs = s.bc.Take(id, (*ctl)[:0], (*dgs)[:0])
 		if len(*ctl) > 0 && !p.queueControl(*ctl) {
@@ -404,6 +436,9 @@ func (s *Server) accept(ctx context.Context) {
 // messages until the connection ends.
 func (s *Server) serve(ctx context.Context, id broadcast.ObserverID, conn *quic.Conn) {
 	p := newPeer(id, conn, s.cfg.DatagramQueue, s.cfg.ControlBacklog, s.cfg.StallTimeout, s.m)
+	if !s.cfg.FixedRate {
+		p.late = 2 * s.period
+	}
 	sub, rd, ok := s.admit(ctx, p)
 	if !ok {
 		return

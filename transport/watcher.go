@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -120,6 +122,33 @@ type Watcher struct {
 	log   *slog.Logger
 	start time.Time
 	torn  *tornCounter
+
+	subMu  sync.Mutex
+	sub    codec.Subscribe // what it subscribes to now (SetSubscribe)
+	subNew bool            // sub changed since it was last sent
+}
+
+// SetSubscribe replaces what the watcher subscribes to — for a camera, its
+// areas of interest as they move (codec.Subscribe.Regions). It goes out
+// with the next feedback and opens every later connection. Safe for
+// concurrent use with Run.
+func (w *Watcher) SetSubscribe(s codec.Subscribe) {
+	s.Islands, s.Regions = slices.Clone(s.Islands), slices.Clone(s.Regions)
+	w.subMu.Lock()
+	w.sub, w.subNew = s, true
+	w.subMu.Unlock()
+}
+
+// pendingSubscribe appends the subscription to b when it changed since it
+// was last sent.
+func (w *Watcher) pendingSubscribe(b []byte) []byte {
+	w.subMu.Lock()
+	defer w.subMu.Unlock()
+	if w.subNew {
+		b = w.sub.Append(b)
+		w.subNew = false
+	}
+	return b
 }
 
 // ErrConnect wraps a failure to reach the server at all.
@@ -147,7 +176,7 @@ func NewWatcher(cfg WatchConfig) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{cfg: cfg, rx: rx, log: cfg.Logger, start: time.Now(), torn: newTornCounter()}, nil
+	return &Watcher{cfg: cfg, rx: rx, log: cfg.Logger, start: time.Now(), torn: newTornCounter(), sub: cfg.Subscribe}, nil
 }
 
 // Receiver returns the watcher's receive path. Read it only from the
@@ -261,7 +290,11 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 	if len(w.cfg.Token) > 0 {
 		hello = codec.Hello{Token: w.cfg.Token}.Append(nil)
 	}
-	if _, err := st.Write(w.cfg.Subscribe.Append(hello)); err != nil {
+	w.subMu.Lock()
+	first := w.sub.Append(hello)
+	w.subNew = false
+	w.subMu.Unlock()
+	if _, err := st.Write(first); err != nil {
 		return err
 	}
 	*connected = true
@@ -358,7 +391,8 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 			// and says nothing back (a client that reads nothing).
 			select {
 			case buf := <-fb.free:
-				buf = w.rx.Feedback(buf[:0])
+				buf = w.pendingSubscribe(buf[:0])
+				buf = w.rx.Feedback(buf)
 				if len(buf) == 0 && time.Since(lastFeedback) >= time.Second {
 					buf = codec.Keyframes{}.Append(buf)
 				}

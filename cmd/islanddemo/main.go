@@ -77,6 +77,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		wire      = fs.Int("wire", 3, "datagram format: 3 (quantized keyframes and deltas against confirmed baselines) or 1 (float frames)")
 		parity    = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams (wire 3 only), 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
 		matrix    = fs.Bool("matrix", false, "run the impairment matrix (loss × duplication × jitter × 2 seeds, every scenario) and print one table; with -json, one object per cell")
+		budget    = fs.Int("budget", 0, "kbit/s each observer may be sent at most (wire 3); 0: no cap (over QUIC the path's own budget still holds)")
+		fixedRate = fs.Bool("fixed-rate", false, "over QUIC: send every frame whatever the path carries (no budget from the congestion window)")
 		trans     = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +111,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("-wire %d: 3 or 1 (2 is retired)", *wire)}
 	case *parity < 0 || *parity > codec.MaxParity:
 		return usageError{fmt.Errorf("-parity %d: in [0, %d]", *parity, codec.MaxParity)}
+	case *budget < 0 || *budget > 1<<30:
+		return usageError{fmt.Errorf("-budget %d: kbit/s, ≥ 0", *budget)}
 	case *trans != "mem" && *trans != "quic":
 		return usageError{fmt.Errorf("-transport %q: mem or quic", *trans)}
 	}
@@ -121,6 +125,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 	}
 	opt := options{
 		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic", Wire: *wire, Parity: parityConfig(*parity),
+		BudgetKbps: *budget, FixedRate: *fixedRate,
 		Net: netsim.Config{Loss: *loss, BurstIn: *burst, Duplicate: *dup, Delay: int64(*delay * 1000),
 			Jitter: int64(*jitter * 1000), Corrupt: *corrupt},
 	}

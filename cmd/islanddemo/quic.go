@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/netsim"
@@ -53,8 +56,10 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	}
 	var mu sync.Mutex
 	src := &measuredSource{Authority: auth, mu: &mu}
+	metrics := transport.NewMetrics(prometheus.NewRegistry())
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: "127.0.0.1:0", TLS: transport.ServerTLS(cert),
-		Logger: quiet, StepRate: scenario.StepHz, Wire: opt.Wire, Parity: opt.Parity})
+		Logger: quiet, StepRate: scenario.StepHz, Wire: opt.Wire, Parity: opt.Parity, Metrics: metrics,
+		ObserverKbps: opt.BudgetKbps, FixedRate: opt.FixedRate})
 	if err != nil {
 		return scenarioReport{}, series{}, err
 	}
@@ -78,15 +83,29 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	sctx, stopServer := context.WithCancel(context.Background())
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Run(sctx) }()
-	wctx, stopWatch := context.WithTimeout(sctx, time.Duration(opt.Duration*float64(time.Second)))
+	// The authority steps only once the watcher has joined, as on the
+	// simulated link, so that frames sampled while the handshake was still
+	// crossing the relay are not counted as lost.
+	srv.Pause(true)
+	wctx, stopWatch := context.WithCancel(sctx)
 	defer stopWatch()
-	werr := w.Run(wctx, func(tk *transport.Tick) {
-		mu.Lock()
-		defer mu.Unlock()
-		pipe.apply(tk.Views)
-		m.rendered(tk.Now)
-	})
+	werrC := make(chan error, 1)
+	go func() {
+		werrC <- w.Run(wctx, func(tk *transport.Tick) {
+			mu.Lock()
+			defer mu.Unlock()
+			pipe.apply(tk.Views)
+			m.rendered(tk.Now)
+		})
+	}()
+	for wait := time.Now().Add(10 * time.Second); srv.Observers() == 0 && time.Now().Before(wait); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	srv.Pause(false)
+	time.Sleep(time.Duration(opt.Duration * float64(time.Second)))
 	bs := srv.Stats()
+	stopWatch()
+	werr := <-werrC
 	stopServer()
 	if err := <-srvDone; err != nil {
 		return scenarioReport{}, series{}, err
@@ -97,5 +116,16 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	_, down := relay.Stats()
 	mu.Lock()
 	defer mu.Unlock()
-	return m.report(sc, opt, bs, networkReport{Lost: down.Lost, Duplicated: down.Duplicated, Corrupted: down.Corrupted}), m.ser, nil
+	rep := m.report(sc, opt, bs, networkReport{Lost: down.Lost, Duplicated: down.Duplicated, Corrupted: down.Corrupted})
+	rep.FramesDroppedQueue = uint64(counted(metrics.FramesDropped) + counted(metrics.FramesLate))
+	return rep, m.ser, nil
+}
+
+// counted reads a counter's value.
+func counted(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if c.Write(&m) != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }

@@ -60,10 +60,14 @@ type networkReport struct {
 }
 
 type scenarioReport struct {
-	Name               string            `json:"name"`
-	About              string            `json:"about"`
-	Verdict            string            `json:"verdict"` // pass: 0 half-frames; fail; n/a: nothing committed
-	FramesSent         uint64            `json:"frames_sent"`
+	Name           string `json:"name"`
+	About          string `json:"about"`
+	Verdict        string `json:"verdict"`         // pass: 0 half-frames; fail; n/a: nothing committed
+	FramesSent     uint64 `json:"frames_sent"`     // sampled by the authority
+	FramesDeferred uint64 `json:"frames_deferred"` // left out by the observer's budget: never encoded
+	// FramesDroppedQueue counts frames the server dropped from the
+	// observer's queue (over QUIC): superseded, over the cap or too late.
+	FramesDroppedQueue uint64            `json:"frames_dropped_queue"`
 	DatagramsSent      uint64            `json:"datagrams_sent"`
 	BytesSent          uint64            `json:"bytes_sent"`
 	BandwidthKBps      float64           `json:"bandwidth_kBps"`
@@ -100,8 +104,12 @@ func printTable(w io.Writer, r *report) {
 		if s.FragmentsRebuilt > 0 {
 			rebuilt = fmt.Sprintf(" (%d fragments rebuilt from parity)", s.FragmentsRebuilt)
 		}
-		fmt.Fprintf(w, "   sent %d frames in %d datagrams (%d KiB, %.1f kB/s%s); committed %d frames%s\n",
-			s.FramesSent, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, frags, s.FramesCommitted, rebuilt)
+		left := ""
+		if s.FramesDeferred > 0 || s.FramesDroppedQueue > 0 {
+			left = fmt.Sprintf(" (%d left out by the budget, %d dropped in the server's queue)", s.FramesDeferred, s.FramesDroppedQueue)
+		}
+		fmt.Fprintf(w, "   sent %d frames%s in %d datagrams (%d KiB, %.1f kB/s%s); committed %d frames%s\n",
+			s.FramesSent, left, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, frags, s.FramesCommitted, rebuilt)
 		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected\n", s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected)
 		fmt.Fprintf(w, "   %-22s %12s %16s %16s %14s %14s\n", "receiver", "half-frames", "max joint err m", "p99 joint err m", "max pos err m", "p99 pos err m")
 		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f %14.4f %14.4f\n", "pipeline (atomic)", s.Pipeline.HalfFramesApplied, s.Pipeline.MaxJointError, s.Pipeline.P99JointError,

@@ -28,6 +28,9 @@ type options struct {
 	QUIC      bool    // the real server and watcher over QUIC through a relay
 	Wire      int     // datagram format: 3 or 1
 	Parity    int     // broadcast.Config.Parity: 0 the default, negative none
+	// BudgetKbps caps each observer's datagram bytes (broadcast.Config.ObserverKbps); 0 none
+	BudgetKbps int
+	FixedRate  bool // over QUIC: no budget from the path (transport.ServerConfig.FixedRate)
 }
 
 // series is what the plot draws, one point per render tick.
@@ -168,6 +171,7 @@ func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, 
 		Name:               sc.Name,
 		About:              sc.About,
 		FramesSent:         m.framesSent,
+		FramesDeferred:     bs.Deferred,
 		DatagramsSent:      bs.Datagrams,
 		BytesSent:          bs.Bytes,
 		BandwidthKBps:      round(float64(bs.Bytes)/opt.Duration/1000, 1),
@@ -204,7 +208,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		return scenarioReport{}, series{}, err
 	}
 	world := auth.Worlds()[0]
-	bc, err := broadcast.New(broadcast.Config{Timeline: opt.Seed, SendPeriod: auth.Period(), Wire: opt.Wire, Parity: opt.Parity})
+	bc, err := broadcast.New(broadcast.Config{Timeline: opt.Seed, SendPeriod: auth.Period(), Wire: opt.Wire, Parity: opt.Parity, ObserverKbps: opt.BudgetKbps})
 	if err != nil {
 		return scenarioReport{}, series{}, err
 	}

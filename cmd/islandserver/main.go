@@ -70,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cycle    = fs.Duration("cycle", 20*time.Second, "rebuild the scenarios this often (fresh bodies, same timeline); 0 never")
 		idle     = fs.Duration("idle-timeout", 10*time.Second, "close connections silent this long")
 		parity   = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams, 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
+		budget   = fs.Int("budget", 0, "kbit/s each observer may be sent at most; 0: no cap of its own (its path's budget still holds)")
+		total    = fs.Int("server-budget", 0, "kbit/s all observers together may be sent at most, shared evenly; 0: no cap")
+		fixed    = fs.Bool("fixed-rate", false, "send every frame to every observer whatever its path carries (no budget from QUIC's congestion window, no pacing)")
 		logLevel = fs.String("log-level", "info", "debug, info, warn or error")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -95,6 +98,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("-max-observers %d outside [1, 65535]", *maxObs)
 	case *parity < 0 || *parity > codec.MaxParity:
 		return fail("-parity %d outside [0, %d]", *parity, codec.MaxParity)
+	case *budget < 0 || *budget > 1<<30:
+		return fail("-budget %d: kbit/s, ≥ 0", *budget)
+	case *total < 0 || *total > 1<<30:
+		return fail("-server-budget %d: kbit/s, ≥ 0", *total)
 	case *cycle < 0:
 		return fail("-cycle %v is negative", *cycle)
 	case *idle < time.Second:
@@ -180,7 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert),
 		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz, Parity: par,
 		SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys,
-		Class: classes(auth, decoration)})
+		Class: classes(auth, decoration), ObserverKbps: *budget, ServerKbps: *total, FixedRate: *fixed})
 	if err != nil {
 		fmt.Fprintln(stderr, "islandserver:", err)
 		return 1

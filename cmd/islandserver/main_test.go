@@ -18,7 +18,7 @@ import (
 
 func TestFlags(t *testing.T) {
 	bad := [][]string{
-		{"-hz", "0"}, {"-hz", "61"}, {"-parity", "-1"}, {"-parity", "17"}, {"-max-observers", "0"}, {"-cycle", "-1s"}, {"-idle-timeout", "1ms"},
+		{"-hz", "0"}, {"-hz", "61"}, {"-parity", "-1"}, {"-parity", "17"}, {"-max-observers", "0"}, {"-cycle", "-1s"}, {"-budget", "-1"}, {"-server-budget", "-5"}, {"-idle-timeout", "1ms"},
 		{"-cert", "c.pem"}, {"-listen", "nohost"}, {"-metrics", "x"}, {"-scenario", "nope"},
 		{"-log-level", "loud"}, {"-bogus"}, {"extra"}, {"-token-key", "/nonexistent"}, {"-subscribe-timeout", "1ms"}, {"-stall-timeout", "0s"},
 		{"-loose", "nope"}, {"-scenario", "chain", "-loose", "ragdolls"},

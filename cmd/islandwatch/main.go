@@ -23,10 +23,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -149,6 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		reconnect  = fs.Bool("reconnect", true, "dial again after a lost connection")
 		dialWait   = fs.Duration("dial-timeout", 5*time.Second, "give up connecting after this long")
 		tokenText  = fs.String("token", "", "connect token to present (as islandtoken mint prints it), or @FILE to read it from a file")
+		aoi        = fs.String("aoi", "", "subscribe to the islands in these areas, world metres: x0,y0,x1,y1[;x0,y0,x1,y1…] (at most 16); empty: every island")
 		metricsAt  = fs.String("metrics", "", "serve this observer's Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9091)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -173,6 +176,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("-dial-timeout %v: must be positive", *dialWait)
 	case *pin != "" && *caFile != "":
 		return fail("-pin and -ca exclude each other")
+	}
+	sub := codec.Subscribe{All: true}
+	if *aoi != "" {
+		rs, err := parseRegions(*aoi)
+		if err != nil {
+			return fail("-aoi %q: %v", *aoi, err)
+		}
+		sub = codec.Subscribe{Regions: rs}
 	}
 	if *metricsAt != "" {
 		if _, err := net.ResolveTCPAddr("tcp", *metricsAt); err != nil {
@@ -214,7 +225,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail("-token: %v", err)
 		}
 	}
-	w, err := transport.NewWatcher(transport.WatchConfig{Addr: *addr, TLS: tlsConf, Subscribe: codec.Subscribe{All: true},
+	w, err := transport.NewWatcher(transport.WatchConfig{Addr: *addr, TLS: tlsConf, Subscribe: sub,
 		Reconnect: *reconnect, DialTimeout: *dialWait, Token: tok, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return fail("%v", err)
@@ -255,16 +266,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		lastSecond += 1_000_000
 		st := tk.Receiver.Stats()
+		oldest := int64(0) // how far past its newest frame the stalest island is shown
+		for i := range tk.Views {
+			oldest = max(oldest, tk.Views[i].Extrapolated)
+		}
 		obs.notUpdated = fresh.second(tk.Receiver.Islands())
 		obs.staleSum += uint64(obs.notUpdated)
 		metrics.stats(&st, len(tk.Receiver.Islands()), obs.half)
 		if !*jsonOut {
-			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  rejects %s\n",
+			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  oldest island +%3.0f ms  rejects %s\n",
 				time.Since(start).Seconds(), len(tk.Receiver.Islands()), obs.notUpdated, st.FramesCommitted-last.FramesCommitted,
 				st.Assembler.Count(assembler.Rebuilt)-last.Assembler.Count(assembler.Rebuilt), st.Store.Simulated-last.Store.Simulated, obs.half,
 				float64(st.Clock.WaitingTime-last.Clock.WaitingTime)/1e6,
 				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
-				ageText(ages), rejectLine(&st))
+				ageText(ages), float64(oldest)/1000, rejectLine(&st))
 		}
 		ages = ages[:0]
 		last = st
@@ -354,4 +369,32 @@ func rejectLine(st *receiver.Stats) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// parseRegions reads areas of interest: boxes x0,y0,x1,y1 in metres,
+// separated by semicolons.
+func parseRegions(text string) ([]codec.Region, error) {
+	var rs []codec.Region
+	for _, part := range strings.Split(text, ";") {
+		f := strings.Split(part, ",")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("%q: want x0,y0,x1,y1", part)
+		}
+		var v [4]float64
+		for i, s := range f {
+			x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
+				return nil, fmt.Errorf("%q: not a finite number", s)
+			}
+			v[i] = x
+		}
+		if v[0] > v[2] || v[1] > v[3] {
+			return nil, fmt.Errorf("%q: want x0 ≤ x1 and y0 ≤ y1", part)
+		}
+		rs = append(rs, codec.Region{X0: v[0], Y0: v[1], X1: v[2], Y1: v[3]})
+	}
+	if len(rs) > codec.MaxRegions {
+		return nil, fmt.Errorf("%d areas, at most %d", len(rs), codec.MaxRegions)
+	}
+	return rs, nil
 }

@@ -25,7 +25,7 @@ import (
 
 func TestFlags(t *testing.T) {
 	bad := [][]string{
-		{"-addr", "nohost"}, {"-duration", "-1s"}, {"-pin", "abc"}, {"-pin", strings.Repeat("a", 64), "-ca", "x.pem"},
+		{"-addr", "nohost"}, {"-duration", "-1s"}, {"-pin", "abc"}, {"-aoi", "1,2,3"}, {"-aoi", "5,0,1,1"}, {"-aoi", "0,0,NaN,1"}, {"-aoi", "0,0,1,1;x"}, {"-pin", strings.Repeat("a", 64), "-ca", "x.pem"},
 		{"-ca", "/nonexistent.pem"}, {"-dial-timeout", "0s"}, {"-metrics", "nohost"}, {"-bogus"}, {"extra"}, {"-token", "!!"}, {"-token", "@/nonexistent"}, {"-token", "AAAA"},
 	}
 	for _, args := range bad {

@@ -1,0 +1,162 @@
+package broadcast
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+)
+
+// aoiRig is a broadcaster with islands 1 … n of one member each and one
+// observer subscribed to a region; each step places the islands and
+// broadcasts.
+type aoiRig struct {
+	t   *testing.T
+	b   *Broadcaster
+	seq uint32
+	n   int
+}
+
+func newAOIRig(t *testing.T, n int, cfg Config) *aoiRig {
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		live(t, b, uint32(i), ids(uint64(100*i), 1))
+	}
+	if err := b.Join(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	return &aoiRig{t: t, b: b, n: n}
+}
+
+// step broadcasts frames with island i at x[i-1] (y 0) and returns what the
+// observer was sent: its control messages in order ("lease 2", "forget 1",
+// …) and the islands its datagrams carry.
+func (r *aoiRig) step(x ...float64) (ctl []string, islands []uint32) {
+	r.seq++
+	var frames []*island.Frame
+	for i := 1; i <= r.n; i++ {
+		f := frameOf(uint32(i), ids(uint64(100*i), 1), r.seq)
+		f.Members[0].State.X = x[i-1]
+		frames = append(frames, f)
+	}
+	r.b.Frames(frames)
+	cb, dgs := r.b.Take(1, nil, nil)
+	for _, m := range parseAll(r.t, cb) {
+		switch m := m.(type) {
+		case codec.Lease:
+			ctl = append(ctl, fmt.Sprintf("lease %d", m.Island))
+		case codec.Manifest:
+			ctl = append(ctl, fmt.Sprintf("manifest %d", m.Island))
+		case codec.Forget:
+			ctl = append(ctl, fmt.Sprintf("forget %d", m.Island))
+		}
+	}
+	for _, d := range dgs {
+		for _, isl := range d.Islands {
+			if !slices.Contains(islands, isl) {
+				islands = append(islands, isl)
+			}
+		}
+	}
+	slices.Sort(islands)
+	return ctl, islands
+}
+
+// TestInterestEntersAndLeaves: an observer that subscribes to the region
+// x 0…10 gets the catch-up of an island as it enters and before its first
+// frame; one that drifts out by less than the margin (1 m) stays; one out
+// by more gets its Forget only once it has been out for the grace (3
+// broadcasts), with the broadcast after, and none at all when it comes back
+// first; an island the token does not allow never
+// enters.
+func TestInterestEntersAndLeaves(t *testing.T) {
+	r := newAOIRig(t, 3, Config{InterestMargin: 1, InterestGrace: 3})
+	if err := r.b.Subscribe(1, codec.Subscribe{Regions: []codec.Region{{X0: 0, Y0: -5, X1: 10, Y1: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.b.Take(1, nil, nil) // Welcome and the Announces
+	expect := func(step string, ctl []string, islands []uint32, wantCtl string, wantIsl []uint32) {
+		t.Helper()
+		if got := strings.Join(ctl, ", "); got != wantCtl || !slices.Equal(islands, wantIsl) {
+			t.Fatalf("%s: control [%s] islands %v, want [%s] %v", step, got, islands, wantCtl, wantIsl)
+		}
+	}
+	ctl, isl := r.step(5, 50, 60)
+	expect("island 1 inside", ctl, isl, "lease 1, manifest 1", []uint32{1})
+	ctl, isl = r.step(5, 9, 60)
+	expect("island 2 enters", ctl, isl, "lease 2, manifest 2", []uint32{1, 2})
+	for range 5 { // longer than the grace
+		ctl, isl = r.step(10.5, 9, 60)
+		expect("island 1 within the margin", ctl, isl, "", []uint32{1, 2})
+	}
+	for i := range 3 {
+		ctl, isl = r.step(5, 20, 60)
+		expect(fmt.Sprintf("island 2 out, broadcast %d of the grace", i+1), ctl, isl, "", []uint32{1, 2})
+		if i == 1 {
+			ctl, isl = r.step(5, 9, 60) // back before the grace ran out
+			expect("island 2 back", ctl, isl, "", []uint32{1, 2})
+		}
+	}
+	for range 2 {
+		ctl, isl = r.step(5, 20, 60)
+		expect("island 2 out, the grace not yet over", ctl, isl, "", []uint32{1, 2})
+	}
+	ctl, isl = r.step(5, 20, 60)
+	expect("island 2 forgotten", ctl, isl, "forget 2", []uint32{1})
+	ctl, isl = r.step(5, 20, 60)
+	expect("island 2 gone", ctl, isl, "", []uint32{1})
+	if err := r.b.Restrict(1, []uint32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	ctl, isl = r.step(5, 5, 5)
+	expect("island 3 not allowed", ctl, isl, "lease 2, manifest 2", []uint32{1, 2})
+	if bud, _ := r.b.Budget(1); bud.Interest != 2 {
+		t.Fatalf("interest %d islands, want 2", bud.Interest)
+	}
+	// Back to a list: what it had and keeps stays without a catch-up.
+	if err := r.b.Subscribe(1, codec.Subscribe{Islands: []uint32{2}}); err != nil {
+		t.Fatal(err)
+	}
+	ctl, isl = r.step(5, 5, 5)
+	expect("a list again", ctl, isl, "forget 1", []uint32{2})
+}
+
+// TestFocusFavoursTheCentre: under a budget that takes a few frames a
+// broadcast, islands near the region's centre go far more often than those
+// at its edge, and every island in the region still goes (at least once
+// every 80 broadcasts here).
+func TestFocusFavoursTheCentre(t *testing.T) {
+	const n = 40
+	r := newAOIRig(t, n, Config{ObserverKbps: 8, SendPeriod: 50_000}) // 50 bytes a broadcast
+	if err := r.b.Subscribe(1, codec.Subscribe{Regions: []codec.Region{{X0: -100, Y0: -5, X1: 100, Y1: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = float64(i) * 2.5 // 0 … 97.5 m from the centre
+	}
+	sent := make([]int, n+1)
+	const rounds = 400
+	for range rounds {
+		_, isl := r.step(x...)
+		for _, i := range isl {
+			sent[i]++
+		}
+	}
+	near, far := sent[1]+sent[2]+sent[3], sent[n-2]+sent[n-1]+sent[n]
+	t.Logf("frames sent per island, centre outwards: %v", sent[1:])
+	if near < 3*far {
+		t.Fatalf("the three nearest islands went %d times, the three farthest %d", near, far)
+	}
+	for i := 1; i <= n; i++ {
+		if sent[i] < rounds/80 {
+			t.Fatalf("island %d went %d times in %d broadcasts", i, sent[i], rounds)
+		}
+	}
+}
