@@ -133,6 +133,7 @@ type observer struct {
 	restricted  bool                  // subscriptions are cut to allowed
 	allowed     []uint32              // ascending, when restricted
 	pathRate    int64                 // bytes/s its path carries now (SetPathRate); 0 unknown
+	capKbps     int                   // its own cap (SetCap); 0: Config.ObserverKbps
 	bucket      bucket                // its byte budget (wire 3)
 	cands       []cand                // broadcastQuant's scratch
 	budget      ObserverBudget        // what the last broadcast to it did

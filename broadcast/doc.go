@@ -36,6 +36,17 @@
 // states the terms). Budget reports each observer's last broadcast. With no
 // cap and no path rate every frame goes, as before.
 //
+// # Areas of interest
+//
+// An observer may subscribe to regions (codec.Subscribe.Regions, axis-aligned
+// boxes in world metres, sent again as its camera moves) instead of a list
+// of islands. The broadcaster keeps each island's bounds from its frames;
+// an island entering a region gets its catch-up before its first frame,
+// and one out of every region grown by Config.InterestMargin for
+// Config.InterestGrace broadcasts gets a Forget (interest.go). Under a
+// budget, islands near a region's centre gain up to 8 times the
+// importance (Config.FocusRadius).
+//
 // # Usage
 //
 //	bc, _ := broadcast.New(broadcast.Config{Timeline: rand.Uint64(), SendPeriod: 50_000})

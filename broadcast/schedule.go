@@ -162,6 +162,22 @@ func (b *Broadcaster) SetPathRate(id ObserverID, bytesPerSecond int64) error {
 	return nil
 }
 
+// SetCap caps what observer id is sent from the next broadcast on, kbit/s
+// of datagram bytes, over Config.ObserverKbps; zero goes back to
+// Config.ObserverKbps. The budget follows at once: the next broadcast to
+// it takes at most one SendPeriod of the new cap.
+func (b *Broadcaster) SetCap(id ObserverID, kbps int) error {
+	o := b.observers[id]
+	if o == nil {
+		return ErrNoObserver
+	}
+	if kbps < 0 {
+		return ErrBadMessage
+	}
+	o.capKbps = kbps
+	return nil
+}
+
 // SetWeight multiplies island id's importance (Config.Importance) by w
 // from now on, until the island is forgotten: 2 makes it go twice as often
 // as an otherwise equal island when budgets are short. w must be positive
@@ -196,7 +212,11 @@ func (b *Broadcaster) budgetOf(o *observer) int {
 			rate = r
 		}
 	}
-	take(int64(b.cfg.ObserverKbps) * 1000 / 8)
+	if o.capKbps > 0 {
+		take(int64(o.capKbps) * 1000 / 8)
+	} else {
+		take(int64(b.cfg.ObserverKbps) * 1000 / 8)
+	}
 	if b.cfg.ServerKbps > 0 {
 		take(max(int64(b.cfg.ServerKbps)*1000/8/int64(len(b.observers)), 1))
 	}

@@ -10,6 +10,31 @@ import (
 	"github.com/islandsync/islandsync/scenario"
 )
 
+// newBudgetLoop is the Fiedler scene at 20 Hz to one observer of a
+// broadcaster configured by cfg (its SendPeriod is the scene's), with
+// acknowledgements two snapshots late and no loss.
+func newBudgetLoop(t *testing.T, cfg broadcast.Config) *lagLoop {
+	scs, err := scenario.Pick("fiedler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := scenario.NewAuthority(scs, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SendPeriod = auth.Period()
+	bc, err := broadcast.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, _ := New(Config{})
+	l := &lagLoop{loop: &loop{t: t, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: 2,
+		last: map[island.MemberID]quant.State{}}
+	_ = bc.Join(1, 0)
+	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	return l
+}
+
 // TestBudgetOnFiedler drives the Fiedler scene (901 islands, a pusher
 // sweeping through stacks of boxes) to one observer held to 96 kbit/s —
 // 600 bytes a broadcast at 20 Hz, less than the scene takes — with
@@ -19,25 +44,8 @@ import (
 // run of 20 broadcasts (one second) stay within 21 budgets; and no island
 // waits more than a second for a frame.
 func TestBudgetOnFiedler(t *testing.T) {
-	scs, err := scenario.Pick("fiedler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := scenario.NewAuthority(scs, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc, err := broadcast.New(broadcast.Config{SendPeriod: auth.Period(), ObserverKbps: 96,
-		Class: func(uint32, int) quant.Class { return quant.Rigid }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rx, _ := New(Config{})
-	l := &lagLoop{loop: &loop{t: t, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: 2,
-		last: map[island.MemberID]quant.State{}}
-	_ = bc.Join(1, 0)
-	_ = bc.Subscribe(1, codec.Subscribe{All: true})
-
+	l := newBudgetLoop(t, broadcast.Config{ObserverKbps: 96, Class: func(uint32, int) quant.Class { return quant.Rigid }})
+	bc, rx := l.bc, l.rx
 	const snaps, warm = 100, 10
 	var sent []int
 	oldest, deferred := 0, 0
@@ -79,5 +87,49 @@ func TestBudgetOnFiedler(t *testing.T) {
 	}
 	if oldest > 20 {
 		t.Fatalf("an island waited %d broadcasts", oldest)
+	}
+}
+
+// TestBudgetStep: on the Fiedler scene, busy after 10 s, the observer's cap
+// drops from 1 Mbit/s to 128 kbit/s and comes back 3 s later. Within one second of
+// each step (here: from the very next broadcast) every broadcast keeps to
+// the cap in force, more than twice as much goes before the drop and after
+// the return as during it, and every frame sent still commits whole.
+func TestBudgetStep(t *testing.T) {
+	l := newBudgetLoop(t, broadcast.Config{ObserverKbps: 1000})
+	bc, rx := l.bc, l.rx
+	for range 200 { // 10 s: the pusher has reached the stacks
+		l.snapshot()
+	}
+	var sent [3]int // bytes in each phase after its first second
+	for s := range 180 {
+		switch s {
+		case 60:
+			_ = bc.SetCap(1, 128)
+		case 120:
+			_ = bc.SetCap(1, 0) // back to the configured 1 Mbit/s
+		}
+		l.snapshot()
+		bud, _ := bc.Budget(1)
+		want := 1000 * 1000 / 8 / 20
+		if s >= 60 && s < 120 {
+			want = 128 * 1000 / 8 / 20
+		}
+		if bud.Budget != want {
+			t.Fatalf("snapshot %d: budget %d, want %d", s, bud.Budget, want)
+		}
+		if bud.Sent > 2*want && s != 0 && s != 60 && s != 120 {
+			t.Fatalf("snapshot %d: %d bytes sent under a budget of %d", s, bud.Sent, want)
+		}
+		if s%60 >= 20 {
+			sent[s/60] += bud.Sent
+		}
+	}
+	t.Logf("bytes per broadcast before, during and after the drop: %d, %d, %d", sent[0]/40, sent[1]/40, sent[2]/40)
+	if sent[0] < 2*sent[1] || sent[2] < 2*sent[1] || sent[1] > 40*800 {
+		t.Fatalf("sent %v bytes in the three phases", sent)
+	}
+	if st := rx.Stats(); st.Wire.Refused+st.Wire.Digest+st.Wire.NoBaseline != 0 {
+		t.Fatalf("wire stats %+v", st.Wire)
 	}
 }
