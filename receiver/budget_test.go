@@ -8,13 +8,14 @@ import (
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/scenario"
+	"github.com/islandsync/islandsync/store"
 )
 
-// newBudgetLoop is the Fiedler scene at 20 Hz to one observer of a
-// broadcaster configured by cfg (its SendPeriod is the scene's), with
-// acknowledgements two snapshots late and no loss.
-func newBudgetLoop(t *testing.T, cfg broadcast.Config) *lagLoop {
-	scs, err := scenario.Pick("fiedler")
+// newBudgetLoop is scene at 20 Hz to one observer of a broadcaster
+// configured by cfg (its SendPeriod is the scene's), with acknowledgements
+// two snapshots late and no loss.
+func newBudgetLoop(t *testing.T, scene string, cfg broadcast.Config) *lagLoop {
+	scs, err := scenario.Pick(scene)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func newBudgetLoop(t *testing.T, cfg broadcast.Config) *lagLoop {
 // run of 20 broadcasts (one second) stay within 21 budgets; and no island
 // waits more than a second for a frame.
 func TestBudgetOnFiedler(t *testing.T) {
-	l := newBudgetLoop(t, broadcast.Config{ObserverKbps: 96, Class: func(uint32, int) quant.Class { return quant.Rigid }})
+	l := newBudgetLoop(t, "fiedler", broadcast.Config{ObserverKbps: 96, Class: func(uint32, int) quant.Class { return quant.Rigid }})
 	bc, rx := l.bc, l.rx
 	const snaps, warm = 100, 10
 	var sent []int
@@ -96,7 +97,7 @@ func TestBudgetOnFiedler(t *testing.T) {
 // the cap in force, more than twice as much goes before the drop and after
 // the return as during it, and every frame sent still commits whole.
 func TestBudgetStep(t *testing.T) {
-	l := newBudgetLoop(t, broadcast.Config{ObserverKbps: 1000})
+	l := newBudgetLoop(t, "fiedler", broadcast.Config{ObserverKbps: 1000})
 	bc, rx := l.bc, l.rx
 	for range 200 { // 10 s: the pusher has reached the stacks
 		l.snapshot()
@@ -131,5 +132,50 @@ func TestBudgetStep(t *testing.T) {
 	}
 	if st := rx.Stats(); st.Wire.Refused+st.Wire.Digest+st.Wire.NoBaseline != 0 {
 		t.Fatalf("wire stats %+v", st.Wire)
+	}
+}
+
+// TestLeftOutGoesStale: the 24 ragdolls to an observer held to 8 kbit/s
+// (50 bytes a broadcast: a frame or two), so that most islands are left
+// out most broadcasts. An island left out keeps the time of its own newest
+// frame — shown extrapolated from it, then Stale (held, not valid at r)
+// past the clock's extrapolation cap, its age in Stats.OldestIsland — and
+// ViewReady is false exactly while some critical island is not valid at r.
+func TestLeftOutGoesStale(t *testing.T) {
+	l := newBudgetLoop(t, "ragdolls", broadcast.Config{ObserverKbps: 8})
+	var stale, readyRenders, renders int
+	for range 200 {
+		l.snapshot()
+		views := l.rx.Render(l.now)
+		if len(views) == 0 {
+			continue
+		}
+		renders++
+		allValid, oldest, nStale := true, int64(0), 0
+		for _, v := range views {
+			allValid = allValid && v.ValidAtR
+			oldest = max(oldest, v.Extrapolated)
+			if v.Mode == store.Stale {
+				nStale++
+				if v.ValidAtR || v.SampleTime >= v.R || v.Extrapolated <= 100_000 {
+					t.Fatalf("island %d stale: %+v", v.Island, v)
+				}
+			}
+		}
+		stale += nStale
+		if l.rx.ViewReady() != allValid {
+			t.Fatalf("ViewReady %v with every island valid %v", l.rx.ViewReady(), allValid)
+		}
+		if l.rx.ViewReady() {
+			readyRenders++
+		}
+		if st := l.rx.Stats(); st.OldestIsland != oldest || st.StaleIslands != nStale {
+			t.Fatalf("stats: oldest %d stale %d; views: %d, %d", st.OldestIsland, st.StaleIslands, oldest, nStale)
+		}
+	}
+	bs := l.bc.Stats()
+	t.Logf("%d frames left out of %d; %d stale island views in %d renders, %d renders ready", bs.Deferred, bs.Frames, stale, renders, readyRenders)
+	if bs.Deferred < bs.Frames/2 || stale == 0 {
+		t.Fatalf("the budget left out %d of %d frames and no island went stale", bs.Deferred, bs.Frames)
 	}
 }

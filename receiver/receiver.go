@@ -511,6 +511,7 @@ func (r *Receiver) Render(now int64) []IslandView {
 	r.sim.spent = 0
 	n := 0
 	r.ready = r.clock.State() != store.Waiting // no time base to be ready on
+	r.stats.OldestIsland, r.stats.StaleIslands = 0, 0
 	for _, id := range r.known {
 		var v *store.View
 		if frozen {
@@ -532,6 +533,10 @@ func (r *Receiver) Render(now int64) []IslandView {
 			continue
 		}
 		r.ready = r.ready && (v.ValidAtR || r.decor[id])
+		r.stats.OldestIsland = max(r.stats.OldestIsland, v.Extrapolated)
+		if v.Mode == store.Stale {
+			r.stats.StaleIslands++
+		}
 		*iv = IslandView{Island: id, Mode: v.Mode, R: v.R, SampleTime: v.SampleTime, ValidAtR: v.ValidAtR,
 			Segment: v.Segment, Left: v.Left, Right: v.Right, Alpha: v.Alpha, Extrapolated: v.Extrapolated,
 			Smoothing: v.Smoothing, Poses: iv.Poses[:0]}

@@ -68,6 +68,15 @@ type Stats struct {
 	// playback to reach their time.
 	PendingEvents int
 	Reconnects    uint64 // Welcomes of an already known timeline
+	// OldestIsland is, at the last Render, how far past its newest frame
+	// the island shown longest without one was, µs (0: every island was
+	// shown from frames around r). An island the authority's budget left
+	// out keeps its own newest frame's time: its age grows until it is sent
+	// again, and past the clock's extrapolation cap it is shown Stale.
+	OldestIsland int64
+	// StaleIslands is how many islands the last Render showed Stale (held,
+	// not valid at r: ViewReady is false while a critical one is).
+	StaleIslands int
 	Decode        DecodeStats
 	Control       ControlStats
 	Wire          WireStats
