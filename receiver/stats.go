@@ -77,13 +77,13 @@ type Stats struct {
 	// StaleIslands is how many islands the last Render showed Stale (held,
 	// not valid at r: ViewReady is false while a critical one is).
 	StaleIslands int
-	Decode        DecodeStats
-	Control       ControlStats
-	Wire          WireStats
-	Assembler     assembler.Stats
-	Validator     validator.Stats
-	Store         store.Stats
-	Clock         store.ClockStats
+	Decode       DecodeStats
+	Control      ControlStats
+	Wire         WireStats
+	Assembler    assembler.Stats
+	Validator    validator.Stats
+	Store        store.Stats
+	Clock        store.ClockStats
 	// SimOverBudget counts continuations past Config.MaxSimWork in their
 	// Render, shown along the members' velocities instead.
 	SimOverBudget uint64
