@@ -110,6 +110,9 @@ func (b *Broadcaster) subscribeRegions(o *observer, rs []codec.Region) {
 // interest up to date, in ascending observer order, before frames are
 // encoded. Without region observers it does nothing.
 func (b *Broadcaster) interests(frames []*island.Frame) {
+	if len(frames) == 0 {
+		return // not a broadcast: a step between two
+	}
 	b.ticks++
 	var ids []ObserverID
 	for id, o := range b.observers {
