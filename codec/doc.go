@@ -86,6 +86,8 @@
 // allocates nothing once it has grown, and their slices last until the next
 // Decode. TypeOf gives a message's type without calling through the
 // interface, so that a function handed a message need not make it escape.
+// A Subscribe names every island, a list, or regions — axis-aligned boxes
+// in world metres, the observer's areas of interest (control version 4).
 //
 //	b = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(b)
 //	msg, n, err := codec.ParseControl(b, &lim) // msg.(codec.Lease)

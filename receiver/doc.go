@@ -92,6 +92,16 @@
 //     attach to an interaction, which the authority judges (package stamp). While the clock is Frozen the views are held as last
 //     shown; a Cut control message ends a segment at its time.
 //
+// # Islands left out
+//
+// An authority under a byte budget leaves some islands out of some
+// broadcasts. Such an island keeps the time of its own newest frame: it is
+// shown extrapolated from it, then Stale (held, not valid at r) once r is
+// past it by more than the clock's extrapolation cap, and ViewReady is
+// false while a critical island is. Stats.OldestIsland says how far past
+// its newest frame the stalest island was at the last Render,
+// Stats.StaleIslands how many were Stale.
+//
 // # Snapshots
 //
 // Clone copies a receiver whole — every stage's state and counters — so

@@ -94,6 +94,10 @@
 //
 // # Sessions
 //
+// A Watcher subscribes with WatchConfig.Subscribe (every island, a list,
+// or areas of interest) and changes it while it runs with SetSubscribe —
+// a camera moving its areas — sent with its next feedback.
+//
 // No deadline of the watcher's own ends a session: its feedback goes from a
 // goroutine of its own, and a feedback period whose write cannot go yet is
 // skipped (Tick.FeedbackSkipped), not fatal. A Watcher with Reconnect dials
