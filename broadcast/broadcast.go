@@ -134,6 +134,8 @@ type observer struct {
 	allowed     []uint32              // ascending, when restricted
 	pathRate    int64                 // bytes/s its path carries now (SetPathRate); 0 unknown
 	capKbps     int                   // its own cap (SetCap); 0: Config.ObserverKbps
+	ctlOwed     int                   // control bytes queued since its last broadcast: its budget pays them
+	shortUntil  uint32                // its budget is short of bytes (no parity) until this broadcast sequence
 	bucket      bucket                // its byte budget (wire 3)
 	cands       []cand                // broadcastQuant's scratch
 	budget      ObserverBudget        // what the last broadcast to it did
@@ -599,6 +601,7 @@ func queue[M codec.Message](b *Broadcaster, o *observer, m M) {
 	n := len(o.ctl)
 	o.ctl = m.Append(o.ctl)
 	b.stats.ControlBytes += uint64(len(o.ctl) - n)
+	o.ctlOwed += len(o.ctl) - n
 }
 
 func (b *Broadcaster) encoder(maxDatagram int) (*codec.FloatEncoder, error) {

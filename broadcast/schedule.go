@@ -25,6 +25,8 @@ import (
 //   - A frame's size is estimated from what that island's last keyframe or
 //     delta to the observer took, corrected by how far the estimates of
 //     the last broadcasts were from what their frames took.
+//   - Control bytes queued for the observer since its last broadcast
+//     (catch-ups, Forgets, leases) are paid from the bucket first.
 //   - The budget is a bucket refilled by one broadcast's worth each
 //     broadcast and holding at most that: what an observer did not use is
 //     not saved up for a burst, and what a frame overdrew is paid back
@@ -244,6 +246,8 @@ func (b *Broadcaster) importance(f *island.Frame) float64 {
 // frames it left out. Every wanted island gains its importance first.
 func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
 	o.bucket.refill(budget)
+	o.bucket.credit -= o.ctlOwed // control shares the path: catch-ups and Forgets first
+	o.ctlOwed = 0
 	o.cands = o.cands[:0]
 	every := uint32(b.cfg.KeyframeEvery)
 	for i := range b.quant {

@@ -3,6 +3,9 @@ package broadcast
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
 )
 
 // simulate runs the scheduler alone over a world of islands with the given
@@ -123,5 +126,80 @@ func TestImportanceShares(t *testing.T) {
 		if float64(count[i]) < 0.6*imp[i]*float64(count[0]) {
 			t.Errorf("island %d (importance %.0f) sent %d times, an island of importance 1 %d", i, imp[i], count[i], count[0])
 		}
+	}
+}
+
+// TestNoParityWhenShort: a 1,500-body frame cut into fragments goes with
+// its parity records while the budget has room. Held to about 60 % of what
+// frame and parity take, the budget leaves frames out; from then on, for a
+// second (20 broadcasts), the frames that go carry no parity — and go more
+// often for it.
+func TestNoParityWhenShort(t *testing.T) {
+	dec, _ := codec.NewDecoder(codec.Config{})
+	bc, err := New(Config{ObserverKbps: 100_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := ids(1, 1500)
+	live(t, bc, 1, chain)
+	_ = bc.Join(1, 0)
+	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	seq := uint32(0)
+	send := func() (data, parity, deferred, sent int) {
+		seq++
+		f := frameOf(1, chain, seq)
+		for i := range f.Members {
+			f.Members[i].State.Y = float64(seq*uint32(i%7)) * 0.01 // moving: every delta costs
+		}
+		bc.Frames([]*island.Frame{f})
+		_, dgs := bc.Take(1, nil, nil)
+		for _, d := range dgs {
+			_, recs, err := dec.Decode(d.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				switch {
+				case r.Kind == codec.KindParity:
+					parity++
+				case r.Fragments > 1:
+					data++
+				}
+			}
+		}
+		bud, _ := bc.Budget(1)
+		return data, parity, bud.Deferred, bud.Sent
+	}
+	var full int
+	for range 3 {
+		d, p, l, n := send()
+		if d < 2 || p != DefaultParity || l != 0 {
+			t.Fatalf("room: %d data fragments, %d parity records, %d frames left out", d, p, l)
+		}
+		full = n
+	}
+	_ = bc.SetCap(1, full*6/10*8*20/1000) // kbit/s: 60 % of a frame with its parity each broadcast
+	first := -1
+	for i := range 10 {
+		if _, _, l, _ := send(); l > 0 {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		t.Fatal("the budget never left a frame out")
+	}
+	went := 0
+	for i := range shortFor - 1 {
+		d, p, _, _ := send()
+		if p != 0 {
+			t.Fatalf("broadcast %d after a frame was left out: %d parity records", i+1, p)
+		}
+		if d > 0 {
+			went++
+		}
+	}
+	if went < shortFor/2 {
+		t.Fatalf("without parity the frame went in %d of %d broadcasts", went, shortFor-1)
 	}
 }

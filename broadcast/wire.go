@@ -128,6 +128,10 @@ func phase(id uint32, every int) uint32 {
 	return id / keyBlock % uint32(every)
 }
 
+// shortFor is how many broadcasts an observer goes without parity after
+// its budget left a frame out (1 s at 20 Hz).
+const shortFor = 20
+
 // keyBlock is how many consecutive island ids take their periodic
 // keyframes in the same broadcast.
 const keyBlock = 4
@@ -211,10 +215,10 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 		enc := b.wireEncoder(o.maxDatagram)
 		enc.Begin(o.packet, b.seq, t)
 		budget := b.budgetOf(o)
-		// Parity is spent only while the budget has room: when the last
-		// broadcast left frames out the path is short of bytes, and parity
-		// would take them from frames.
-		short := budget > 0 && o.budget.Deferred > 0
+		// Parity is spent only while the budget has room: for a second
+		// after a broadcast left frames out the path is taken to be short
+		// of bytes, and parity would take them from frames.
+		short := budget > 0 && int32(b.seq-o.shortUntil) < 0
 		if short {
 			_ = enc.SetParity(0)
 		}
@@ -222,6 +226,11 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 		if budget > 0 {
 			o.budget.Deferred, o.budget.OldestAge = b.schedule(o, budget)
 			b.stats.Deferred += uint64(o.budget.Deferred)
+			if o.budget.Deferred > 0 {
+				o.shortUntil = b.seq + shortFor
+			}
+		} else {
+			o.ctlOwed = 0 // nothing to pay it from
 		}
 		for i := range b.quant {
 			q, oi := b.wanted(o, i)

@@ -18,7 +18,7 @@ import (
 type bigWorldRun struct {
 	Broadcasts    int     // measured
 	BudgetBytes   int     // per second
-	BusiestSecond int     // bytes
+	BusiestSecond int     // bytes, control and datagrams
 	NearShare     float64 // of the broadcasts, the share in which an island within 20 m of the area's centre got a frame (mean over such island-broadcasts)
 	NearWorst     float64 // the worst near island's share, among islands near for a whole second or more
 	AreaMaxGap    int     // broadcasts: the longest an island in the area went without a frame
@@ -81,7 +81,7 @@ func runBigWorld(tb testing.TB, kbps, warm, measure int) bigWorldRun {
 		l.ctl, l.dgs = bc.Take(1, l.ctl[:0], l.dgs[:0])
 		l.deliver(l.ctl, func(m codec.Message) { _ = rx.Control(l.now, m) })
 		got := map[uint32]bool{}
-		bytes := 0
+		bytes := len(l.ctl) // control shares the budget
 		for _, d := range l.dgs {
 			bytes += len(d.Bytes)
 			rx.Datagram(l.now, d.Bytes)
@@ -160,14 +160,14 @@ func runBigWorld(tb testing.TB, kbps, warm, measure int) bigWorldRun {
 
 // TestBigWorldUnderBudget: the big world to one observer at 256 kbit/s
 // whose area of interest moves along the floor. No second takes more than
-// the budget (plus one broadcast's worth); islands within 20 m of the
+// the budget (plus 5 %), control and datagrams together; islands within 20 m of the
 // area's centre get a frame in at least 90 % of broadcasts; no island in
 // the area goes a second without one; every frame sent commits whole.
 func TestBigWorldUnderBudget(t *testing.T) {
 	if testing.Short() || raceEnabled {
-		t.Skip("steps 10,100 bodies for 5 s: BenchmarkBigWorld measures it; skipped with -short and -race")
+		t.Skip("steps 10,100 bodies for 12.5 s: BenchmarkBigWorld measures it; skipped with -short and -race")
 	}
-	r := runBigWorld(t, 256, 40, 100)
+	r := runBigWorld(t, 256, 150, 100)
 	t.Logf("%+v", r)
 	checkBigWorld(t, r)
 }
@@ -189,7 +189,9 @@ func checkBigWorld(tb testing.TB, r bigWorldRun) {
 }
 
 // BenchmarkBigWorld measures the big world under a budget with a moving
-// area of interest (runBigWorld): 2 s of warm-up, 10 s measured; at
+// area of interest (runBigWorld): 7.5 s of warm-up (the join's catch-up —
+// 10,100 identities and the islands in the area, about 170 kB — is paid
+// from the budget first), 10 s measured; at
 // 256 kbit/s (the goals checkBigWorld holds it to) and 64 kbit/s, where
 // the budget leaves frames out and priority decides.
 func BenchmarkBigWorld(b *testing.B) {
@@ -197,7 +199,7 @@ func BenchmarkBigWorld(b *testing.B) {
 		b.Run(fmt.Sprintf("kbps=%d", kbps), func(b *testing.B) {
 			var r bigWorldRun
 			for range b.N {
-				r = runBigWorld(b, kbps, 40, 200)
+				r = runBigWorld(b, kbps, 150, 200)
 			}
 			if kbps == 256 {
 				checkBigWorld(b, r)
@@ -207,7 +209,7 @@ func BenchmarkBigWorld(b *testing.B) {
 			b.ReportMetric(100*r.NearWorst, "near-worst-%")
 			b.ReportMetric(float64(r.AreaMaxGap), "area-max-gap-broadcasts")
 			b.ReportMetric(float64(r.Interest), "islands-in-interest")
-			b.ReportMetric(float64(r.Deferred)/float64(r.Broadcasts+40), "deferred/broadcast")
+			b.ReportMetric(float64(r.Deferred)/float64(r.Broadcasts+150), "deferred/broadcast")
 		})
 	}
 }

@@ -45,8 +45,12 @@ func newBudgetLoop(t *testing.T, scene string, cfg broadcast.Config) *lagLoop {
 // run of 20 broadcasts (one second) stay within 21 budgets; and no island
 // waits more than a second for a frame.
 func TestBudgetOnFiedler(t *testing.T) {
-	l := newBudgetLoop(t, "fiedler", broadcast.Config{ObserverKbps: 96, Class: func(uint32, int) quant.Class { return quant.Rigid }})
+	l := newBudgetLoop(t, "fiedler", broadcast.Config{Class: func(uint32, int) quant.Class { return quant.Rigid }})
 	bc, rx := l.bc, l.rx
+	for range 10 { // the catch-up (identities, leases, manifests, physics, spawns) at no cap
+		l.snapshot()
+	}
+	_ = bc.SetCap(1, 96)
 	const snaps, warm = 100, 10
 	var sent []int
 	oldest, deferred := 0, 0
@@ -142,7 +146,11 @@ func TestBudgetStep(t *testing.T) {
 // past the clock's extrapolation cap, its age in Stats.OldestIsland — and
 // ViewReady is false exactly while some critical island is not valid at r.
 func TestLeftOutGoesStale(t *testing.T) {
-	l := newBudgetLoop(t, "ragdolls", broadcast.Config{ObserverKbps: 8})
+	l := newBudgetLoop(t, "ragdolls", broadcast.Config{})
+	for range 5 { // the catch-up at no cap
+		l.snapshot()
+	}
+	_ = l.bc.SetCap(1, 8)
 	var stale, readyRenders, renders int
 	for range 200 {
 		l.snapshot()
