@@ -134,6 +134,7 @@ type observer struct {
 	allowed     []uint32              // ascending, when restricted
 	pathRate    int64                 // bytes/s its path carries now (SetPathRate); 0 unknown
 	capKbps     int                   // its own cap (SetCap); 0: Config.ObserverKbps
+	needIdents  bool                  // joined, not yet subscribed: the identity catch-up is still to come
 	ctlOwed     int                   // control bytes queued since its last broadcast: its budget pays them
 	shortUntil  uint32                // its budget is short of bytes (no parity) until this broadcast sequence
 	bucket      bucket                // its byte budget (wire 3)
@@ -337,8 +338,11 @@ func (b *Broadcaster) SetCritical(id uint32, critical bool) {
 
 // Join adds an observer whose datagrams must not exceed maxDatagram bytes
 // (0 means the configured default; otherwise codec.MinMaxDatagram …
-// codec.MaxMaxDatagram) and queues its Welcome and the Announce of every live
-// identity. It receives no island until it subscribes.
+// codec.MaxMaxDatagram) and queues its Welcome. It receives no island until
+// it subscribes; its first subscription brings the Announce of every live
+// identity — or, to regions, of each island's members as the island enters
+// its interest, so that an observer of a corner of a big world is not sent
+// the whole world's identities.
 func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
 	if _, ok := b.observers[id]; ok {
 		return ErrObserverTaken
@@ -357,6 +361,12 @@ func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
 	b.observers[id] = o
 	queue(b, o, codec.Welcome{Version: codec.ControlVersion, Timeline: b.cfg.Timeline,
 		SendPeriod: uint32(b.cfg.SendPeriod), MaxDatagram: uint16(min(maxDatagram, 0xFFFF))})
+	o.needIdents = true
+	return nil
+}
+
+// announceAll queues the Announce of every live identity, in chunks.
+func (b *Broadcaster) announceAll(o *observer) {
 	if len(b.idents) > 0 {
 		all := make([]island.MemberID, 0, len(b.idents))
 		for _, m := range b.idents {
@@ -374,7 +384,6 @@ func (b *Broadcaster) Join(id ObserverID, maxDatagram int) error {
 			all = all[n:]
 		}
 	}
-	return nil
 }
 
 // Leave removes an observer and everything queued for it.
@@ -408,7 +417,14 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		return ErrNoObserver
 	}
 	s = o.limit(s)
-	if s.Regions != nil && !s.All {
+	regions := s.Regions != nil && !s.All
+	if o.needIdents {
+		o.needIdents = false
+		if !regions {
+			b.announceAll(o)
+		}
+	}
+	if regions {
 		b.subscribeRegions(o, s.Regions)
 		return nil
 	}
@@ -516,7 +532,14 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 			}
 			b.idents[id.Stable] = id
 		}
-		b.queueAll(m, nil)
+		for _, o := range b.observers {
+			// A region observer learns identities island by island as they
+			// enter its interest (and with each new manifest of one in it);
+			// one not yet subscribed gets them all with its subscription.
+			if o.regions == nil && !o.needIdents {
+				queue(b, o, m)
+			}
+		}
 	case codec.Destroy:
 		for _, id := range m.IDs {
 			if cur, ok := b.idents[id.Stable]; ok && cur.Generation <= id.Generation {
@@ -543,6 +566,11 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		b.manifests[m.Island] = cp
 		b.liveGen++
 		delete(b.physics, m.Island) // it described the manifest this one replaces
+		for _, o := range b.observers {
+			if o.regions != nil && o.wants(m.Island) {
+				queue(b, o, codec.Announce{IDs: cp.Members}) // its members may be new to it
+			}
+		}
 		b.queueAll(codec.Manifest(cp), &m.Island)
 	case codec.Physics:
 		man, ok := b.manifests[m.Island]

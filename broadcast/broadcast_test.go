@@ -71,8 +71,9 @@ func types(ms []codec.Message) string {
 	return s
 }
 
-// TestCatchUpBeforeFrames: a late joiner gets Welcome, every identity, then
-// Lease and Manifest of each island it subscribes to, and only then frames.
+// TestCatchUpBeforeFrames: a late joiner gets Welcome; its subscription
+// brings every identity, then Lease and Manifest of each island it
+// subscribes to, and only then frames.
 func TestCatchUpBeforeFrames(t *testing.T) {
 	b, _ := New(Config{Timeline: 42})
 	live(t, b, 1, ids(1, 3))
@@ -82,7 +83,7 @@ func TestCatchUpBeforeFrames(t *testing.T) {
 	}
 	b.Frames([]*island.Frame{frameOf(1, ids(1, 3), 1)})
 	ctl, dgs := b.Take(5, nil, nil)
-	if got := types(parseAll(t, ctl)); got != "welcome announce " || len(dgs) != 0 {
+	if got := types(parseAll(t, ctl)); got != "welcome " || len(dgs) != 0 {
 		t.Fatalf("before subscribing: %s, %d datagrams", got, len(dgs))
 	}
 	if err := b.Subscribe(5, codec.Subscribe{All: true}); err != nil {
@@ -91,7 +92,7 @@ func TestCatchUpBeforeFrames(t *testing.T) {
 	b.Frames([]*island.Frame{frameOf(1, ids(1, 3), 2), frameOf(9, ids(9, 2), 2), frameOf(33, ids(33, 1), 2)})
 	ctl, dgs = b.Take(5, nil, nil)
 	msgs := parseAll(t, ctl)
-	if got := types(msgs); got != "lease manifest lease manifest " {
+	if got := types(msgs); got != "announce lease manifest lease manifest " {
 		t.Fatalf("catch-up: %s", got)
 	}
 	if len(dgs) != 1 || fmt.Sprint(dgs[0].Islands) != "[1 9]" {

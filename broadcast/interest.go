@@ -15,8 +15,10 @@ import (
 // members' centres in its newest frame — and at each broadcast, before
 // encoding, brings each such observer's islands up to date:
 //
-//   - an island whose bounds meet a region enters: its Lease, Manifest and
-//     Physics are queued (its catch-up) before any of its frames;
+//   - an island whose bounds meet a region enters: the Announce of its
+//     members, its Lease, Manifest and Physics are queued (its catch-up)
+//     before any of its frames — a region observer is not sent the whole
+//     world's identities when it joins;
 //   - an island in interest whose bounds no longer meet any region grown by
 //     Config.InterestMargin is out; once it has stayed out for
 //     Config.InterestGrace broadcasts it gets a Forget and the observer's
@@ -185,8 +187,10 @@ func (b *Broadcaster) leave(o *observer, isl uint32) {
 	delete(o.inside, isl)
 }
 
-// catchUp queues what an observer needs of island isl before its frames.
+// catchUp queues what a region observer needs of island isl before its
+// frames: its members' identities, lease, manifest and physics.
 func (b *Broadcaster) catchUp(o *observer, isl uint32) {
+	queue(b, o, codec.Announce{IDs: b.manifests[isl].Members})
 	queue(b, o, codec.Lease(b.leases[isl]))
 	queue(b, o, codec.Manifest(b.manifests[isl]))
 	if p, ok := b.physics[isl]; ok {

@@ -49,6 +49,8 @@ func (r *aoiRig) step(x ...float64) (ctl []string, islands []uint32) {
 	cb, dgs := r.b.Take(1, nil, nil)
 	for _, m := range parseAll(r.t, cb) {
 		switch m := m.(type) {
+		case codec.Announce:
+			ctl = append(ctl, fmt.Sprintf("announce %d", m.IDs[0].Stable/100))
 		case codec.Lease:
 			ctl = append(ctl, fmt.Sprintf("lease %d", m.Island))
 		case codec.Manifest:
@@ -88,9 +90,9 @@ func TestInterestEntersAndLeaves(t *testing.T) {
 		}
 	}
 	ctl, isl := r.step(5, 50, 60)
-	expect("island 1 inside", ctl, isl, "lease 1, manifest 1", []uint32{1})
+	expect("island 1 inside", ctl, isl, "announce 1, lease 1, manifest 1", []uint32{1})
 	ctl, isl = r.step(5, 9, 60)
-	expect("island 2 enters", ctl, isl, "lease 2, manifest 2", []uint32{1, 2})
+	expect("island 2 enters", ctl, isl, "announce 2, lease 2, manifest 2", []uint32{1, 2})
 	for range 5 { // longer than the grace
 		ctl, isl = r.step(10.5, 9, 60)
 		expect("island 1 within the margin", ctl, isl, "", []uint32{1, 2})
@@ -115,9 +117,28 @@ func TestInterestEntersAndLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl, isl = r.step(5, 5, 5)
-	expect("island 3 not allowed", ctl, isl, "lease 2, manifest 2", []uint32{1, 2})
+	expect("island 3 not allowed", ctl, isl, "announce 2, lease 2, manifest 2", []uint32{1, 2})
 	if bud, _ := r.b.Budget(1); bud.Interest != 2 {
 		t.Fatalf("interest %d islands, want 2", bud.Interest)
+	}
+	// A new identity is not announced to it until an island in its
+	// interest takes it in.
+	born := island.MemberID{Stable: 101}
+	if err := r.b.Apply(codec.Announce{IDs: []island.MemberID{born}}); err != nil {
+		t.Fatal(err)
+	}
+	ctl, isl = r.step(5, 5, 5)
+	expect("a new identity elsewhere", ctl, isl, "", []uint32{1, 2})
+	if err := r.b.Apply(codec.Manifest{Island: 1, Topology: 2, Config: 1, Members: []island.MemberID{{Stable: 100}, born}}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := r.b.Take(1, nil, nil)
+	var got []string
+	for _, m := range parseAll(t, raw) {
+		got = append(got, fmt.Sprintf("%s %v", m.Type(), m))
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "announce") || !strings.Contains(got[0], "101") || !strings.HasPrefix(got[1], "manifest") {
+		t.Fatalf("a new manifest of an island in interest: %v", got)
 	}
 	// Back to a list: what it had and keeps stays without a catch-up.
 	if err := r.b.Subscribe(1, codec.Subscribe{Islands: []uint32{2}}); err != nil {
@@ -133,7 +154,7 @@ func TestInterestEntersAndLeaves(t *testing.T) {
 // every 80 broadcasts here).
 func TestFocusFavoursTheCentre(t *testing.T) {
 	const n = 40
-	r := newAOIRig(t, n, Config{ObserverKbps: 8, SendPeriod: 50_000}) // 50 bytes a broadcast
+	r := newAOIRig(t, n, Config{SendPeriod: 50_000})
 	if err := r.b.Subscribe(1, codec.Subscribe{Regions: []codec.Region{{X0: -100, Y0: -5, X1: 100, Y1: 5}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +162,8 @@ func TestFocusFavoursTheCentre(t *testing.T) {
 	for i := range x {
 		x[i] = float64(i) * 2.5 // 0 … 97.5 m from the centre
 	}
+	r.step(x...)         // the catch-up and first frames at no cap
+	_ = r.b.SetCap(1, 8) // 50 bytes a broadcast
 	sent := make([]int, n+1)
 	const rounds = 400
 	for range rounds {
