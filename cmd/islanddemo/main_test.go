@@ -139,7 +139,7 @@ func TestCommandLine(t *testing.T) {
 // and exit 2; -h exits 0.
 func TestFlags(t *testing.T) {
 	bad := [][]string{
-		{"-hz", "0"}, {"-hz", "100000"}, {"-hz", "-3"}, {"-parity", "-1"}, {"-parity", "17"}, {"-budget", "-1"},
+		{"-hz", "0"}, {"-hz", "100000"}, {"-hz", "-3"}, {"-parity", "-1"}, {"-parity", "17"}, {"-budget", "-1"}, {"-aoi", "-3"}, {"-aoi", "NaN"},
 		{"-loss", "1.5"}, {"-loss", "-0.1"}, {"-loss", "NaN"}, {"-dup", "2"}, {"-burst", "1.01"}, {"-corrupt", "-1"},
 		{"-delay", "-5"}, {"-jitter", "-1"}, {"-jitter", "+Inf"},
 		{"-duration", "0"}, {"-duration", "-1"}, {"-duration", "NaN"},
@@ -200,5 +200,30 @@ func TestMatrix(t *testing.T) {
 	}
 	if code := run([]string{"-matrix", "-transport", "quic"}, &out, &errs); code != 2 {
 		t.Errorf("-matrix with quic: exit %d", code)
+	}
+}
+
+// TestDemoAreaOfInterest: the ragdolls (24 of them, 8 to a row 2.2 m apart)
+// watched through a 6 m area moving right at 4 m/s: the observer commits
+// under half the frames the whole world's observer does, some all the
+// same, and never shows a half-frame.
+func TestDemoAreaOfInterest(t *testing.T) {
+	frames := func(args ...string) scenarioReport {
+		t.Helper()
+		var out, errs bytes.Buffer
+		if code := run(append([]string{"-scenario", "ragdolls", "-duration", "3", "-json"}, args...), &out, &errs); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs.String())
+		}
+		var rep report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Scenarios) != 1 {
+			t.Fatalf("json: %v", err)
+		}
+		return rep.Scenarios[0]
+	}
+	all, part := frames(), frames("-aoi", "6")
+	t.Logf("committed: %d of the whole world, %d through the area", all.FramesCommitted, part.FramesCommitted)
+	if part.Pipeline.HalfFramesApplied != 0 || part.FramesCommitted == 0 || part.FramesCommitted*2 > all.FramesCommitted {
+		t.Fatalf("through the area: %d frames committed (whole world %d), %d half-frames",
+			part.FramesCommitted, all.FramesCommitted, part.Pipeline.HalfFramesApplied)
 	}
 }

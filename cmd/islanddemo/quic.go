@@ -70,7 +70,7 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	}
 	defer relay.Close()
 	w, err := transport.NewWatcher(transport.WatchConfig{Addr: relay.Addr().String(), TLS: tlsConf,
-		Subscribe: codec.Subscribe{All: true}, Logger: quiet})
+		Subscribe: area(opt, 0), Logger: quiet})
 	if err != nil {
 		return scenarioReport{}, series{}, err
 	}
@@ -90,12 +90,17 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	wctx, stopWatch := context.WithCancel(sctx)
 	defer stopWatch()
 	werrC := make(chan error, 1)
+	var moved int64 // watcher time the area last moved, µs
 	go func() {
 		werrC <- w.Run(wctx, func(tk *transport.Tick) {
 			mu.Lock()
 			defer mu.Unlock()
 			pipe.apply(tk.Views)
 			m.rendered(tk.Now)
+			if opt.AOI > 0 && tk.Now-moved >= 50_000 { // the camera moves
+				moved = tk.Now
+				w.SetSubscribe(area(opt, float64(tk.Now)/1e6))
+			}
 		})
 	}()
 	for wait := time.Now().Add(10 * time.Second); srv.Observers() == 0 && time.Now().Before(wait); {

@@ -31,6 +31,23 @@ type options struct {
 	// BudgetKbps caps each observer's datagram bytes (broadcast.Config.ObserverKbps); 0 none
 	BudgetKbps int
 	FixedRate  bool // over QUIC: no budget from the path (transport.ServerConfig.FixedRate)
+	// AOI, when positive, is the width in metres of the observer's area of
+	// interest, moving along the floor (area); 0: every island.
+	AOI float64
+}
+
+// areaSpeed is how fast the demo observer's area of interest moves, m/s.
+const areaSpeed = 4.0
+
+// area is the demo observer's area of interest at authority time t
+// (seconds): opt.AOI metres wide, from the floor to 40 m up, its left edge
+// starting at x = −5 m and moving right at areaSpeed.
+func area(opt options, t float64) codec.Subscribe {
+	if opt.AOI <= 0 {
+		return codec.Subscribe{All: true}
+	}
+	x := -5 + areaSpeed*t
+	return codec.Subscribe{Regions: []codec.Region{{X0: x, Y0: -10, X1: x + opt.AOI, Y1: 40}}}
 }
 
 // series is what the plot draws, one point per render tick.
@@ -214,7 +231,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 	}
 	const observer = 1
 	_ = bc.Join(observer, 0)
-	_ = bc.Subscribe(observer, codec.Subscribe{All: true})
+	_ = bc.Subscribe(observer, area(opt, 0))
 
 	seed := opt.Seed ^ hashName(sc.Name)
 	link := netsim.NewLink(opt.Net, seed)
@@ -292,7 +309,11 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		// datagrams) travels back on the reliable stream.
 		if now >= nextFeedback {
 			nextFeedback = now + 50_000
-			if fbBuf = rx.Feedback(fbBuf[:0]); len(fbBuf) > 0 {
+			fbBuf = fbBuf[:0]
+			if opt.AOI > 0 { // the camera moved: its area goes with the feedback
+				fbBuf = area(opt, float64(now)/1e6).Append(fbBuf)
+			}
+			if fbBuf = rx.Feedback(fbBuf); len(fbBuf) > 0 {
 				fbQueue = append(fbQueue, pendingCtl{now + opt.Net.Delay, slices.Clone(fbBuf)})
 			}
 		}
