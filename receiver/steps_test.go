@@ -54,9 +54,22 @@ func (l *loop) replayStep(s authStep, obs broadcast.ObserverID) {
 // the middle of a wire-3 run (datagrams confirmed, the window moving)
 // send and commit exactly what a pair that was never cloned does, while
 // the originals are driven apart — keyframes asked for every island.
+//
+// The same holds for an observer under a budget that subscribed to a
+// region: its bucket, priorities and interest are cloned too.
 func TestBroadcasterCloneGoesOnAlike(t *testing.T) {
+	t.Run("all", func(t *testing.T) { cloneGoesOnAlike(t, broadcast.Config{}, nil) })
+	t.Run("budget and region", func(t *testing.T) {
+		cloneGoesOnAlike(t, broadcast.Config{ObserverKbps: 256}, []codec.Region{{X0: -5, Y0: -60, X1: 5, Y1: 60}})
+	})
+}
+
+func cloneGoesOnAlike(t *testing.T, cfg broadcast.Config, regions []codec.Region) {
 	steps := func() (*loop, []authStep) {
-		l := newLoop(t, "bridge,chain,config", 3)
+		l := newLoopConfig(t, "bridge,chain,config", cfg)
+		if regions != nil {
+			_ = l.bc.Subscribe(1, codec.Subscribe{Regions: regions})
+		}
 		return l, recordSteps(t, l, 120)
 	}
 	orig, rec := steps()
@@ -93,5 +106,8 @@ func TestBroadcasterCloneGoesOnAlike(t *testing.T) {
 	}
 	if got, want := clone.rx.Stats().FramesCommitted, ref.rx.Stats().FramesCommitted; got != want || want == 0 {
 		t.Fatalf("the clone committed %d frames, the never-cloned %d", got, want)
+	}
+	if cfg.ObserverKbps > 0 && ref.bc.Stats().Deferred == 0 {
+		t.Fatal("the budget never left a frame out: nothing of the scheduler was cloned")
 	}
 }
