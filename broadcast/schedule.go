@@ -164,6 +164,17 @@ func (b *Broadcaster) SetPathRate(id ObserverID, bytesPerSecond int64) error {
 	return nil
 }
 
+// SetObserverKbps replaces Config.ObserverKbps — every observer's cap,
+// kbit/s, 0 for none — from the next broadcast on; an observer's own SetCap
+// still comes first.
+func (b *Broadcaster) SetObserverKbps(kbps int) error {
+	if kbps < 0 {
+		return ErrBadMessage
+	}
+	b.cfg.ObserverKbps = kbps
+	return nil
+}
+
 // SetCap caps what observer id is sent from the next broadcast on, kbit/s
 // of datagram bytes, over Config.ObserverKbps; zero goes back to
 // Config.ObserverKbps. The budget follows at once: the next broadcast to

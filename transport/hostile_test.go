@@ -22,14 +22,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // testServer serves src on 127.0.0.1 and returns it with a client TLS
 // config that pins its certificate.
-func testServer(t *testing.T, src Source, cfg ServerConfig) (*Server, *tls.Config) {
+func testServer(t testing.TB, src Source, cfg ServerConfig) (*Server, *tls.Config) {
 	t.Helper()
 	srv, ct, _ := testServerPin(t, src, cfg)
 	return srv, ct
 }
 
 // testServerPin is testServer, also returning the certificate's pin.
-func testServerPin(t *testing.T, src Source, cfg ServerConfig) (*Server, *tls.Config, string) {
+func testServerPin(t testing.TB, src Source, cfg ServerConfig) (*Server, *tls.Config, string) {
 	t.Helper()
 	cert, pin, err := SelfSigned()
 	if err != nil {

@@ -640,6 +640,17 @@ func (s *Server) Stats() broadcast.Stats {
 	return st
 }
 
+// SetObserverKbps changes every observer's cap, kbit/s of datagram bytes
+// (0: none), from the next broadcast on (ServerConfig.ObserverKbps; Run
+// must be running).
+func (s *Server) SetObserverKbps(kbps int) error {
+	var err error
+	done := make(chan struct{})
+	s.events <- event{kind: evRun, fn: func() { err = s.bc.SetObserverKbps(kbps); close(done) }}
+	<-done
+	return err
+}
+
 // Observers returns how many observers are joined, read on the goroutine
 // that owns the broadcaster (Run must be running).
 func (s *Server) Observers() int {
