@@ -217,7 +217,8 @@ type Broadcaster struct {
 	bounds    map[uint32]box     // each live island's bounds in its newest frame (when some observer has regions)
 	sorted    []uint32           // live islands ascending, as of sortedGen
 	sortedGen uint64
-	ticks     uint32 // Frames calls with frames (broadcasts): the clock of interest's grace
+	ticks     uint32       // Frames calls with frames (broadcasts): the clock of interest's grace
+	regionIDs []ObserverID // interests' scratch: the observers subscribed to regions
 
 	cdec *codec.ControlDecoder // FeedbackBytes' decoder
 	one  [1]*observer          // broadcastQuant's scratch: the observer one encoding goes to

@@ -215,6 +215,27 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 }
 
+// fragments decodes datagrams and counts the data fragments and the parity
+// records they carry.
+func fragments(t testing.TB, dec *codec.Decoder, dgs []Datagram) (data, parity int) {
+	t.Helper()
+	for _, d := range dgs {
+		_, recs, err := dec.Decode(d.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			switch {
+			case r.Kind == codec.KindParity:
+				parity++
+			case r.Fragments > 1:
+				data++
+			}
+		}
+	}
+	return data, parity
+}
+
 // TestParity: a 160-body frame cut into fragments carries DefaultParity
 // parity records by default, the configured count when set, none when
 // Parity is negative; a count above codec.MaxParity is refused.
@@ -234,21 +255,7 @@ func TestParity(t *testing.T) {
 		_ = bc.Subscribe(1, codec.Subscribe{All: true})
 		bc.Frames([]*island.Frame{frameOf(1, chain, 1)})
 		_, dgs := bc.Take(1, nil, nil)
-		parity, data := 0, 0
-		for _, d := range dgs {
-			_, recs, err := dec.Decode(d.Bytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs {
-				switch {
-				case r.Kind == codec.KindParity:
-					parity++
-				case r.Fragments > 1:
-					data++
-				}
-			}
-		}
+		data, parity := fragments(t, dec, dgs)
 		if data < 2 || parity != c.want {
 			t.Fatalf("Parity %d: %d data fragments, %d parity records; want %d", c.cfg, data, parity, c.want)
 		}

@@ -116,12 +116,13 @@ func (b *Broadcaster) interests(frames []*island.Frame) {
 		return // not a broadcast: a step between two
 	}
 	b.ticks++
-	var ids []ObserverID
+	ids := b.regionIDs[:0]
 	for id, o := range b.observers {
 		if o.regions != nil {
 			ids = append(ids, id)
 		}
 	}
+	b.regionIDs = ids
 	if len(ids) == 0 {
 		return
 	}

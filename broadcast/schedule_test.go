@@ -153,20 +153,7 @@ func TestNoParityWhenShort(t *testing.T) {
 		}
 		bc.Frames([]*island.Frame{f})
 		_, dgs := bc.Take(1, nil, nil)
-		for _, d := range dgs {
-			_, recs, err := dec.Decode(d.Bytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs {
-				switch {
-				case r.Kind == codec.KindParity:
-					parity++
-				case r.Fragments > 1:
-					data++
-				}
-			}
-		}
+		data, parity = fragments(t, dec, dgs)
 		bud, _ := bc.Budget(1)
 		return data, parity, bud.Deferred, bud.Sent
 	}

@@ -4,10 +4,8 @@ import (
 	"testing"
 
 	"github.com/islandsync/islandsync/broadcast"
-	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
-	"github.com/islandsync/islandsync/scenario"
 	"github.com/islandsync/islandsync/store"
 )
 
@@ -15,25 +13,7 @@ import (
 // configured by cfg (its SendPeriod is the scene's), with acknowledgements
 // two snapshots late and no loss.
 func newBudgetLoop(t *testing.T, scene string, cfg broadcast.Config) *lagLoop {
-	scs, err := scenario.Pick(scene)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := scenario.NewAuthority(scs, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.SendPeriod = auth.Period()
-	bc, err := broadcast.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rx, _ := New(Config{})
-	l := &lagLoop{loop: &loop{t: t, auth: auth, bc: bc, rx: rx, lim: codec.ControlLimits{}.WithDefaults()}, lag: 2,
-		last: map[island.MemberID]quant.State{}}
-	_ = bc.Join(1, 0)
-	_ = bc.Subscribe(1, codec.Subscribe{All: true})
-	return l
+	return &lagLoop{loop: newLoopConfig(t, scene, cfg), lag: 2, last: map[island.MemberID]quant.State{}}
 }
 
 // TestBudgetOnFiedler drives the Fiedler scene (901 islands, a pusher
