@@ -215,6 +215,22 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 }
 
+// chainObserver returns a broadcaster configured by cfg with one island of
+// 1,500 members (its frames cut into fragments) live and observer 1
+// subscribed to everything.
+func chainObserver(t testing.TB, cfg Config) (*Broadcaster, []island.MemberID) {
+	t.Helper()
+	bc, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := ids(1, 1500)
+	live(t, bc, 1, chain)
+	_ = bc.Join(1, 0)
+	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	return bc, chain
+}
+
 // fragments decodes datagrams and counts the data fragments and the parity
 // records they carry.
 func fragments(t testing.TB, dec *codec.Decoder, dgs []Datagram) (data, parity int) {
@@ -245,14 +261,7 @@ func TestParity(t *testing.T) {
 	}
 	dec, _ := codec.NewDecoder(codec.Config{})
 	for _, c := range []struct{ cfg, want int }{{0, DefaultParity}, {-1, 0}, {3, 3}} {
-		bc, err := New(Config{Parity: c.cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		chain := ids(1, 1500)
-		live(t, bc, 1, chain)
-		_ = bc.Join(1, 0)
-		_ = bc.Subscribe(1, codec.Subscribe{All: true})
+		bc, chain := chainObserver(t, Config{Parity: c.cfg})
 		bc.Frames([]*island.Frame{frameOf(1, chain, 1)})
 		_, dgs := bc.Take(1, nil, nil)
 		data, parity := fragments(t, dec, dgs)

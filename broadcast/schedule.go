@@ -260,7 +260,6 @@ func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
 	o.bucket.credit -= o.ctlOwed // control shares the path: catch-ups and Forgets first
 	o.ctlOwed = 0
 	o.cands = o.cands[:0]
-	every := uint32(b.cfg.KeyframeEvery)
 	for i := range b.quant {
 		q, oi := b.wanted(o, i)
 		if oi == nil {
@@ -274,7 +273,7 @@ func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
 		}
 		oi.prio += imp
 		size := oi.deltaCost
-		if base, ok := oi.track.Baseline(b.seq); !ok || oi.wantKey || b.seq-oi.lastKey >= every || !deltaOK(base, &q.f) {
+		if b.deltaBase(oi, q) == nil {
 			size = oi.keyCost
 			if size == 0 {
 				size = 8 + 14*len(q.f.Members) // a keyframe's members cost about 12 bytes each

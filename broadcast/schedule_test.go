@@ -136,14 +136,7 @@ func TestImportanceShares(t *testing.T) {
 // often for it.
 func TestNoParityWhenShort(t *testing.T) {
 	dec, _ := codec.NewDecoder(codec.Config{})
-	bc, err := New(Config{ObserverKbps: 100_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain := ids(1, 1500)
-	live(t, bc, 1, chain)
-	_ = bc.Join(1, 0)
-	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	bc, chain := chainObserver(t, Config{ObserverKbps: 100_000})
 	seq := uint32(0)
 	send := func() (data, parity, deferred, sent int) {
 		seq++

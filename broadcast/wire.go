@@ -246,9 +246,8 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 				size = enc.Size()
 			}
 			var err error
-			base, ok := oi.track.Baseline(b.seq)
-			switch {
-			case ok && !oi.wantKey && b.seq-oi.lastKey < every && deltaOK(base, &q.f):
+			switch base := b.deltaBase(oi, q); {
+			case base != nil:
 				err = enc.AddDelta(&q.f, &codec.Ref{Base: base})
 				if budget > 0 && err == nil {
 					oi.deltaCost = max(enc.Size()-size, 1)
@@ -286,6 +285,17 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 		b.one[0] = o
 		b.share(b.one[:], dgs, func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
 	}
+}
+
+// deltaBase returns the baseline q's frame goes to o's island entry oi as
+// a delta against; nil when it goes whole (no usable baseline, a keyframe
+// asked for or due, or a frame that may not be coded against it).
+func (b *Broadcaster) deltaBase(oi *obsIsland, q *quantized) *baseline.Table {
+	base, ok := oi.track.Baseline(b.seq)
+	if !ok || oi.wantKey || b.seq-oi.lastKey >= uint32(b.cfg.KeyframeEvery) || !deltaOK(base, &q.f) {
+		return nil
+	}
+	return base
 }
 
 // wanted returns the i-th frame of the broadcast and o's entry of its
