@@ -1,0 +1,51 @@
+// Package cluster is how several islandsync processes share one world
+// through etcd: who is in the world, which authority holds which islands
+// under which epoch, and the world's timeline id.
+//
+// A world lives under one key prefix (DefaultPrefix unless set). Each
+// process Joins it as a Member — an authority, which steps islands, or a
+// front, which serves observers — with an etcd lease of a stated TTL that
+// it keeps alive. Islands are grouped into shards (the caller's rule; the
+// service uses one shard per scenario world, that is one id range of
+// scenario.IDSpan), and a shard's authority is a key created in a
+// transaction bound to its holder's lease. The key's creation revision is
+// the epoch of every island of the shard while it is held: a fencing
+// token that only grows, so a later holder's frames always carry a higher
+// epoch than an earlier one's, and a front refuses any frame whose epoch is
+// not the shard's current one (Table.Admit).
+//
+// Shards are shared among the registered authorities by rendezvous hashing
+// (Owner): every process computes the same owner from the same member
+// list, and when an authority joins or leaves only its share moves.
+// Member.Serve keeps a member holding exactly its share: it claims free
+// shards it owns, releases those another authority now owns, and reports
+// both through Hooks.
+//
+//   - Crash: a member that stops without a goodbye keeps its shards until
+//     etcd lets its lease go, a TTL after its last keep-alive (plus etcd's
+//     own expiry check, up to half a second); the others then claim them
+//     under new epochs.
+//   - Fencing: a member fences itself — Fenced closes and Serve loses every
+//     shard — when etcd refuses its keep-alive or none was confirmed for a
+//     TTL counted from when the last confirmed one was sent, so it stops
+//     before etcd can have given its shards to anyone else.
+//   - Drain: Leave deletes the member's registration; Serve then hands
+//     every shard on (Hooks.Lose, then Release) without waiting for a TTL.
+//
+// Usage:
+//
+//	cli, _ := cluster.Dial([]string{"http://127.0.0.1:2379"})
+//	m, _ := cluster.Join(ctx, cli, cluster.Config{Name: "auth-1", Role: cluster.Authority, TTL: 5 * time.Second})
+//	tb, _ := cluster.WatchTable(ctx, cli, m.Prefix())
+//	err := m.Serve(ctx, tb, shards, cluster.Hooks{Gain: start, Lose: stop})
+//
+// Embed runs a one-member etcd inside the process, for tests and a
+// one-machine try-out; a real deployment runs etcd on its own.
+//
+// Limits: epochs are etcd revisions and must fit 32 bits (ErrEpochRange);
+// at most MaxShards shards and MaxMembers members per world; what a Table
+// reads from etcd is checked like any input, and keys or values that break
+// the layout (keys.go) or a limit are ignored and counted. Unlike the
+// packages of the receive and send paths this one does I/O, reads the
+// clock and starts goroutines: the keep-alive, the table's watch.
+package cluster

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Role is what a process does in a world.
+type Role uint8
+
+const (
+	// Authority steps the islands of the shards it holds and sends their
+	// frames.
+	Authority Role = iota + 1
+	// Front serves observers and re-broadcasts what authorities send.
+	Front
+)
+
+func (r Role) String() string {
+	switch r {
+	case Authority:
+		return "authority"
+	case Front:
+		return "front"
+	}
+	return "role(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ParseRole reads "authority" or "front".
+func ParseRole(s string) (Role, error) {
+	switch s {
+	case "authority":
+		return Authority, nil
+	case "front":
+		return Front, nil
+	}
+	return 0, fmt.Errorf("cluster: role %q: want authority or front", s)
+}
+
+// Limits on what etcd holds. Values read back are hostile like any input:
+// a key or value past them is ignored and counted (Table.Stats).
+const (
+	// MaxName is the longest member name, bytes. A name is letters,
+	// digits, '.', '_' and '-'.
+	MaxName = 64
+	// MaxAddr is the longest address a member registers, bytes.
+	MaxAddr = 256
+	// MaxMembers caps the members a Table tracks.
+	MaxMembers = 4096
+	// MaxShards caps the shards a Table tracks; shard numbers lie in
+	// [0, MaxShards).
+	MaxShards = 1 << 16
+)
+
+// DefaultPrefix is the world's key prefix when Config.Prefix is empty.
+const DefaultPrefix = "/islandsync/world/"
+
+// Key layout under a world's prefix P:
+//
+//	P timeline                  the world timeline id, 16 lower-case hex digits, written once
+//	P members/authority/<name>  an authority's registration, bound to its session; value: its address or ""
+//	P members/front/<name>      a front's registration, bound to its session; value: the address observers dial
+//	P shards/<n>                shard n's authority: value the holder's name, bound to its session;
+//	                            the key's creation revision is the epoch of every island in the shard
+const (
+	keyTimeline = "timeline"
+	keyMembers  = "members/"
+	keyShards   = "shards/"
+)
+
+func memberKey(prefix string, r Role, name string) string {
+	return prefix + keyMembers + r.String() + "/" + name
+}
+
+func shardKey(prefix string, shard uint32) string {
+	return prefix + keyShards + strconv.FormatUint(uint64(shard), 10)
+}
+
+// checkName refuses a member name that is empty, too long or holds a byte
+// other than a letter, digit, '.', '_' or '-'.
+func checkName(name string) error {
+	if name == "" || len(name) > MaxName {
+		return fmt.Errorf("cluster: member name %q: 1 to %d bytes", name, MaxName)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("cluster: member name %q: only letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	return nil
+}
+
+// checkPrefix refuses a prefix that does not end in '/'.
+func checkPrefix(p string) error {
+	if p == "" || !strings.HasSuffix(p, "/") {
+		return fmt.Errorf("cluster: prefix %q must end in '/'", p)
+	}
+	return nil
+}
+
+// parseShard reads the shard number of a key under P shards/.
+func parseShard(rest string) (uint32, bool) {
+	if rest == "" || len(rest) > 5 || (len(rest) > 1 && rest[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(rest, 10, 32)
+	if err != nil || n >= MaxShards {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// parseMember reads the role and name of a key under P members/.
+func parseMember(rest string) (Role, string, bool) {
+	role, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		return 0, "", false
+	}
+	r, err := ParseRole(role)
+	if err != nil || checkName(name) != nil {
+		return 0, "", false
+	}
+	return r, name, true
+}
+
+// ErrEpochRange is returned when etcd's revision no longer fits an island
+// epoch (32 bits): after four billion writes to one etcd cluster, a world
+// needs a fresh prefix or cluster.
+var ErrEpochRange = errors.New("cluster: etcd revision past 2^32-1 cannot be an island epoch")
+
+func epochOf(rev int64) (uint32, error) {
+	if rev <= 0 || rev > math.MaxUint32 {
+		return 0, ErrEpochRange
+	}
+	return uint32(rev), nil
+}
