@@ -43,6 +43,16 @@ type Config struct {
 	// StraightExtrapolation ignores Physics messages: past its newest frame
 	// every member moves along its own velocity (for comparison).
 	StraightExtrapolation bool
+
+	// OnControl, if set, is called with every control message the
+	// receiver applied (not those it refused), after it applied it. The
+	// message and what it holds are valid during the call only: a relay
+	// that forwards it keeps m.Append's bytes. Nil: no call.
+	OnControl func(m codec.Message)
+	// OnCommit, if set, is called with every frame the store committed,
+	// whole and validated, after the commit. The frame is valid during the
+	// call only. Nil: no call.
+	OnCommit func(f *validator.Validated)
 }
 
 // Errors Control returns. Each is also counted as a control reject.
@@ -216,6 +226,9 @@ func (r *Receiver) Control(now int64, m codec.Message) error {
 	t := codec.TypeOf(m)
 	err := r.control(now, t, m)
 	r.stats.Control.count(t, err)
+	if err == nil && r.cfg.OnControl != nil {
+		r.cfg.OnControl(m)
+	}
 	return err
 }
 

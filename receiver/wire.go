@@ -373,6 +373,9 @@ func (r *Receiver) commit(now int64, reason validator.Reason, vf *validator.Vali
 		return true
 	}
 	r.stats.FramesCommitted++
+	if r.cfg.OnCommit != nil {
+		r.cfg.OnCommit(vf)
+	}
 	// The playout clock follows the authority's timeline, never an island's
 	// ownership epoch: a hand-off of one island must not restart every
 	// island's playout.

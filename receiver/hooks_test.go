@@ -1,0 +1,55 @@
+package receiver
+
+import (
+	"testing"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/validator"
+)
+
+// TestHooks: OnCommit sees every committed frame once, whole, and
+// OnControl every applied control message, in stream order — what a relay
+// that forwards a stream needs.
+func TestHooks(t *testing.T) {
+	l := newLoop(t, "chain,ragdolls", 3)
+	var commits, controls int
+	var types []codec.MessageType
+	newest := map[uint32]island.Key{}
+	rx, err := New(Config{
+		OnCommit: func(f *validator.Validated) {
+			commits++
+			if k, ok := newest[f.Key().Island]; ok && f.Key().Seq == k.Seq && f.Key().Epoch == k.Epoch {
+				t.Fatalf("frame %v handed over twice", f.Key())
+			}
+			newest[f.Key().Island] = f.Key()
+			if f.Len() == 0 {
+				t.Fatal("an empty frame handed over")
+			}
+		},
+		OnControl: func(m codec.Message) {
+			controls++
+			types = append(types, m.Type())
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.rx = rx
+	for range 120 {
+		l.step(nil)
+	}
+	st := rx.Stats()
+	if commits == 0 || uint64(commits) != st.FramesCommitted {
+		t.Fatalf("OnCommit saw %d frames, the receiver committed %d", commits, st.FramesCommitted)
+	}
+	if types[0] != codec.TypeWelcome || controls < len(newest) {
+		t.Fatalf("OnControl saw %d messages starting with %v", controls, types[0])
+	}
+	// A refused message is not handed over.
+	before := controls
+	_ = rx.Control(l.now, codec.Subscribe{All: true}) // the wrong direction
+	if controls != before {
+		t.Fatal("a refused message was handed to OnControl")
+	}
+}
