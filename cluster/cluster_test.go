@@ -317,10 +317,10 @@ func TestCrashFailover(t *testing.T) {
 		if cur.Epoch <= e {
 			t.Errorf("shard %d: epoch %d after failover, %d before", s, cur.Epoch, e)
 		}
-		if tb.Admit(s, e) {
+		if tb.Admit(s, "a", e) || tb.Admit(s, "b", e) {
 			t.Errorf("shard %d: the crashed holder's epoch %d admitted", s, e)
 		}
-		if !tb.Admit(s, cur.Epoch) {
+		if !tb.Admit(s, "b", cur.Epoch) || tb.Admit(s, "a", cur.Epoch) {
 			t.Errorf("shard %d: the new epoch refused", s)
 		}
 		b.mu.Lock()
@@ -329,8 +329,8 @@ func TestCrashFailover(t *testing.T) {
 	}
 	slices.Sort(gaps)
 	t.Logf("TTL %v: %d shards back after %v (first) to %v (last)", ma.TTL(), len(gaps), gaps[0], gaps[len(gaps)-1])
-	if st := tb.Stats(); st.Refused != uint64(len(old)) {
-		t.Errorf("refused %d, want %d", st.Refused, len(old))
+	if st := tb.Stats(); st.Refused != uint64(3*len(old)) {
+		t.Errorf("refused %d, want %d", st.Refused, 3*len(old))
 	}
 }
 
@@ -358,7 +358,7 @@ func TestFencing(t *testing.T) {
 	}
 	until(t, tb, "the shards are gone", func() bool { return len(tb.Held("a")) == 0 })
 	for s, e := range old {
-		if tb.Admit(s, e) {
+		if tb.Admit(s, "a", e) {
 			t.Errorf("shard %d: a fenced epoch admitted", s)
 		}
 	}

@@ -11,8 +11,9 @@
 // transaction bound to its holder's lease. The key's creation revision is
 // the epoch of every island of the shard while it is held: a fencing
 // token that only grows, so a later holder's frames always carry a higher
-// epoch than an earlier one's, and a front refuses any frame whose epoch is
-// not the shard's current one (Table.Admit).
+// epoch than an earlier one's, and a front refuses any lease or frame that
+// is not from the shard's current holder at or above its epoch
+// (Table.Admit).
 //
 // Shards are shared among the registered authorities by rendezvous hashing
 // (Owner): every process computes the same owner from the same member

@@ -20,7 +20,7 @@ type Holding struct {
 // TableStats counts what a Table did.
 type TableStats struct {
 	Admitted uint64 // Admit calls answered yes
-	Refused  uint64 // Admit calls answered no: an epoch that is not the shard's current one
+	Refused  uint64 // Admit calls answered no: not the holder, or an epoch below the shard's
 	Ignored  uint64 // keys or values under the prefix that are not ours or break a limit
 	Resyncs  uint64 // times the whole prefix was read again (watch compacted or broken)
 }
@@ -184,13 +184,17 @@ func (t *Table) Shard(n uint32) (Holding, bool) {
 	return h, ok
 }
 
-// Admit says whether epoch is shard n's current epoch — the one thing a
-// front must check before it takes a frame or a lease of an island of
-// the shard — and counts the answer. A shard nobody holds admits nothing.
-func (t *Table) Admit(n, epoch uint32) bool {
+// Admit says whether a lease or frame of an island of shard n, at epoch,
+// sent by the member named holder, may be taken — what a front checks
+// before it forwards either — and counts the answer. It may when holder
+// holds the shard now and epoch is at least the shard's epoch (the key's
+// creation revision): the holder may hand an island on within itself,
+// which raises the island's epoch past it, but any earlier holder's
+// epochs lie below it. A shard nobody holds admits nothing.
+func (t *Table) Admit(n uint32, holder string, epoch uint32) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h, ok := t.shards[n]; ok && h.Epoch == epoch {
+	if h, ok := t.shards[n]; ok && h.Holder == holder && epoch >= h.Epoch {
 		t.stats.Admitted++
 		return true
 	}

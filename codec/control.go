@@ -214,8 +214,13 @@ func appendU32s(b []byte, vs ...uint32) []byte {
 // message size (length field included) without parsing the body, so a stream
 // reader knows how many bytes to wait for. It returns ErrTruncated while
 // fewer than ControlHeaderSize bytes are present, and ErrLimit or
-// ErrMalformed for a length no message of lim can have.
+// ErrMalformed for a length no message of lim can have (nil lim: the
+// defaults).
 func ControlLength(b []byte, lim *ControlLimits) (int, error) {
+	if lim == nil {
+		d := ControlLimits{}.WithDefaults()
+		lim = &d
+	}
 	if len(b) < ControlHeaderSize {
 		return 0, fail(ErrTruncated, len(b), "control envelope")
 	}
@@ -230,12 +235,16 @@ func ControlLength(b []byte, lim *ControlLimits) (int, error) {
 }
 
 // ParseControl reads one whole control message from the start of b under
-// lim (defaults applied). It returns the message and the bytes consumed, or
+// lim (defaults applied; nil means the defaults). It returns the message and the bytes consumed, or
 // an error wrapping ErrTruncated (b holds less than the envelope claims),
 // ErrLimit, ErrMalformed, ErrVersion or ErrUnknownType. Nothing is allocated
 // from a count before it is checked against the bytes present. The encoding
 // is canonical: a message that parses re-encodes to the identical bytes.
 func ParseControl(b []byte, lim *ControlLimits) (Message, int, error) {
+	if lim == nil {
+		d := ControlLimits{}.WithDefaults()
+		lim = &d
+	}
 	p, total, err := openControl(b, lim)
 	if err != nil {
 		return nil, 0, err

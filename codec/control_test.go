@@ -416,3 +416,16 @@ func TestPhysicsRejects(t *testing.T) {
 		t.Errorf("type 0x09: from server %v, %q", TypePhysics.FromServer(), TypePhysics)
 	}
 }
+
+// TestParseControlNilLimits: a nil *ControlLimits means the defaults, not
+// a crash.
+func TestParseControlNilLimits(t *testing.T) {
+	b := Lease{Island: 3, Epoch: 9, Owner: 1}.Append(nil)
+	m, n, err := ParseControl(b, nil)
+	if err != nil || n != len(b) || m.(Lease).Epoch != 9 {
+		t.Fatalf("ParseControl(nil limits) = %v, %d, %v", m, n, err)
+	}
+	if _, err := ControlLength(b[:3], nil); err == nil {
+		t.Fatal("a truncated envelope accepted")
+	}
+}

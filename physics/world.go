@@ -110,6 +110,10 @@ type World struct {
 	TimeBase island.Time
 	// DefaultOwner is the sender that owns newly formed islands.
 	DefaultOwner island.SenderID
+	// DefaultEpoch is the epoch of newly formed islands. Zero means 1. An
+	// authority of a cluster sets it to its shard's epoch (package
+	// cluster), so that every island it forms is fenced by its claim.
+	DefaultEpoch uint32
 	// Events receives topology changes since the last call to TakeEvents.
 	events []Event
 }
@@ -457,7 +461,7 @@ func (w *World) refresh() {
 			is.Fresh = true
 			w.events = append(w.events, Event{Kind: IslandFormed, Island: id})
 		} else if is == nil {
-			is = &Island{ID: id, Topology: 1, Config: 1, Epoch: 1, Owner: w.DefaultOwner, Fresh: true}
+			is = &Island{ID: id, Topology: 1, Config: 1, Epoch: max(w.DefaultEpoch, 1), Owner: w.DefaultOwner, Fresh: true}
 			w.events = append(w.events, Event{Kind: IslandFormed, Island: id})
 		} else if !slices.Equal(is.Members, members) || !slices.Equal(is.Joints, joints) {
 			is.Topology++

@@ -27,8 +27,12 @@ func TestHooks(t *testing.T) {
 				t.Fatal("an empty frame handed over")
 			}
 		},
-		OnControl: func(m codec.Message) {
+		OnControl: func(raw []byte) {
 			controls++
+			m, n, err := codec.ParseControl(raw, nil)
+			if err != nil || n != len(raw) {
+				t.Fatalf("OnControl handed %d bytes that are not one message: %v", len(raw), err)
+			}
 			types = append(types, m.Type())
 		},
 	})
@@ -48,7 +52,7 @@ func TestHooks(t *testing.T) {
 	}
 	// A refused message is not handed over.
 	before := controls
-	_ = rx.Control(l.now, codec.Subscribe{All: true}) // the wrong direction
+	_, _ = rx.ControlBytes(l.now, codec.Subscribe{All: true}.Append(nil)) // the wrong direction
 	if controls != before {
 		t.Fatal("a refused message was handed to OnControl")
 	}

@@ -44,11 +44,11 @@ type Config struct {
 	// every member moves along its own velocity (for comparison).
 	StraightExtrapolation bool
 
-	// OnControl, if set, is called with every control message the
-	// receiver applied (not those it refused), after it applied it. The
-	// message and what it holds are valid during the call only: a relay
-	// that forwards it keeps m.Append's bytes. Nil: no call.
-	OnControl func(m codec.Message)
+	// OnControl, if set, is called with the bytes of every control
+	// message ControlBytes applied (not those it refused), after it applied
+	// it: one whole message, envelope included, valid during the call only.
+	// Nil: no call.
+	OnControl func(raw []byte)
 	// OnCommit, if set, is called with every frame the store committed,
 	// whole and validated, after the commit. The frame is valid during the
 	// call only. Nil: no call.
@@ -226,9 +226,6 @@ func (r *Receiver) Control(now int64, m codec.Message) error {
 	t := codec.TypeOf(m)
 	err := r.control(now, t, m)
 	r.stats.Control.count(t, err)
-	if err == nil && r.cfg.OnControl != nil {
-		r.cfg.OnControl(m)
-	}
 	return err
 }
 
@@ -245,7 +242,10 @@ func (r *Receiver) ControlBytes(now int64, b []byte) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		_ = r.Control(now, r.cdec.Message()) // boxed on the stack: Control keeps no message
+		err = r.Control(now, r.cdec.Message()) // boxed on the stack: Control keeps no message
+		if err == nil && r.cfg.OnControl != nil {
+			r.cfg.OnControl(b[n : n+size])
+		}
 		n += size
 	}
 	return n, nil

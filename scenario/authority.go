@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/islandsync/islandsync/codec"
@@ -18,10 +19,13 @@ const IDSpan = 10_000
 
 // stage is one scenario's world, sampler and script.
 type stage struct {
+	k       int // the scenario's position: its shard
 	w       *physics.World
 	sampler *physics.Sampler
 	script  *script
 	extra   []island.Frame // frames produced outside the cadence (Releasing)
+	// announced: the stage's islands were spawned on the control stream.
+	announced bool
 }
 
 // handOff sends a Releasing frame from the island's current owner, then
@@ -72,30 +76,98 @@ func NewAuthority(scs []Scenario, sendHz int) (*Authority, error) {
 func (a *Authority) build() {
 	a.stages = a.stages[:0]
 	var ids []island.MemberID
-	for k, sc := range a.scenarios {
-		w := physics.NewWorld(StepHz)
-		w.TimeBase = a.time
-		w.SetIDBase(1 + (a.gen*uint64(len(a.scenarios))+uint64(k))*IDSpan)
-		st := &stage{w: w, sampler: physics.NewSampler(w, a.sendHz)}
-		st.script = sc.build(w)
-		for _, is := range w.Islands() {
-			for _, b := range is.Members {
-				ids = append(ids, b.ID)
-			}
-		}
-		a.stages = append(a.stages, st)
+	for k := range a.scenarios {
+		ids = a.buildStage(k, 0, ids)
 	}
+	a.announce(ids)
+}
+
+// buildStage builds scenario k's world at the current time, its islands
+// at epoch (0: 1), appends it to the stages and its members' ids to ids.
+func (a *Authority) buildStage(k int, epoch uint32, ids []island.MemberID) []island.MemberID {
+	w := physics.NewWorld(StepHz)
+	w.TimeBase = a.time
+	w.DefaultEpoch = epoch
+	w.SetIDBase(1 + (a.gen*uint64(len(a.scenarios))+uint64(k))*IDSpan)
+	st := &stage{k: k, w: w, sampler: physics.NewSampler(w, a.sendHz)}
+	st.script = a.scenarios[k].build(w)
+	for _, is := range w.Islands() {
+		for _, b := range is.Members {
+			ids = append(ids, b.ID)
+		}
+	}
+	a.stages = append(a.stages, st)
+	return ids
+}
+
+// announce queues the Announce of ids, then the Lease, Manifest, Physics
+// and Spawn of every island of the stages built last.
+func (a *Authority) announce(ids []island.MemberID) {
 	a.ctl = append(a.ctl, codec.Announce{Time: a.time, IDs: ids})
 	for _, st := range a.stages {
-		a.drain(st)
-		// Each island comes into existence now, in this state: its Spawn
-		// goes on the reliable stream after its Lease and Manifest.
-		for _, is := range st.w.Islands() {
-			var f island.Frame
-			st.w.Sample(is, &f)
-			a.ctl = append(a.ctl, codec.Spawn{Island: is.ID, Time: f.Time, Segment: f.Segment, Members: f.Members})
+		if !st.announced {
+			a.spawn(st)
 		}
 	}
+}
+
+// spawn queues a stage's topology (Lease, Manifest, Physics of every
+// island) and the Spawn of each island: it comes into existence now, in
+// this state, on the reliable stream after its Lease and Manifest.
+func (a *Authority) spawn(st *stage) {
+	st.announced = true
+	a.drain(st)
+	for _, is := range st.w.Islands() {
+		var f island.Frame
+		st.w.Sample(is, &f)
+		a.ctl = append(a.ctl, codec.Spawn{Island: is.ID, Time: f.Time, Segment: f.Segment, Members: f.Members})
+	}
+}
+
+// NewShardAuthority is an Authority that steps no scenario until it is
+// given one: a cluster authority holds the shards — scenario worlds, one
+// id range of IDSpan each — that it has claimed (Gain) and stops stepping
+// those it lost (Lose). now is the world's authority time, µs.
+func NewShardAuthority(scs []Scenario, sendHz int, now island.Time) (*Authority, error) {
+	if sendHz < 1 || sendHz > StepHz {
+		return nil, fmt.Errorf("scenario: send rate %d Hz outside [1, %d]", sendHz, StepHz)
+	}
+	if len(scs) == 0 {
+		return nil, fmt.Errorf("scenario: no scenario")
+	}
+	return &Authority{scenarios: scs, sendHz: sendHz, time: now}, nil
+}
+
+// Gain builds scenario k's world now, its islands at epoch, and queues
+// its catch-up (Announce of its bodies, then each island's Lease,
+// Manifest, Physics and Spawn) for the next Step. A scenario already
+// stepped is left alone.
+func (a *Authority) Gain(k int, epoch uint32) error {
+	if k < 0 || k >= len(a.scenarios) {
+		return fmt.Errorf("scenario: shard %d outside [0, %d)", k, len(a.scenarios))
+	}
+	for _, st := range a.stages {
+		if st.k == k {
+			return nil
+		}
+	}
+	a.announce(a.buildStage(k, epoch, nil))
+	return nil
+}
+
+// Lose stops stepping scenario k at once. No message goes out: whoever
+// holds it next restates its islands under a higher epoch.
+func (a *Authority) Lose(k int) {
+	a.stages = slices.DeleteFunc(a.stages, func(st *stage) bool { return st.k == k })
+}
+
+// Shards returns the scenarios stepped, by position.
+func (a *Authority) Shards() []int {
+	out := make([]int, len(a.stages))
+	for i, st := range a.stages {
+		out[i] = st.k
+	}
+	return out
 }
 
 // Restart ends every world — a Destroy of every body and a Forget of every
@@ -159,6 +231,9 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 		a.frames = append(a.frames, st.sampler.Tick()...)
 		a.time = st.w.Time()
 	}
+	if len(a.stages) == 0 {
+		a.time += 1_000_000 / StepHz
+	}
 	ctl = append(ctl, a.ctl...)
 	a.ctl = nil
 	return ctl, a.frames
@@ -167,9 +242,9 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 // ScenarioOf returns the name of the scenario island id belongs to, or ""
 // when no world has it.
 func (a *Authority) ScenarioOf(id uint32) string {
-	for k, st := range a.stages {
+	for _, st := range a.stages {
 		if st.w.Island(id) != nil {
-			return a.scenarios[k].Name
+			return a.scenarios[st.k].Name
 		}
 	}
 	return ""
@@ -179,7 +254,10 @@ func (a *Authority) ScenarioOf(id uint32) string {
 func (a *Authority) Time() island.Time { return a.time }
 
 // Period returns the broadcast period, µs.
-func (a *Authority) Period() int64 { return a.stages[0].sampler.Period() }
+func (a *Authority) Period() int64 {
+	every := max(int64(StepHz/a.sendHz), 1) // as physics.NewSampler counts it
+	return every * 1_000_000 / StepHz
+}
 
 // Worlds returns the scenario worlds, in scenario order.
 func (a *Authority) Worlds() []*physics.World {
