@@ -298,3 +298,13 @@ func Pick(names string) ([]Scenario, error) {
 	}
 	return out, nil
 }
+
+// ShardOf returns the shard — the scenario's position — of island id on
+// an Authority of n scenarios: world k of generation g holds the ids from
+// 1 + (g·n + k)·IDSpan on. Island ids are their lowest member's stable id.
+func ShardOf(id uint32, n int) int {
+	if id == 0 || n <= 0 {
+		return 0
+	}
+	return int((uint64(id)-1)/IDSpan) % n
+}

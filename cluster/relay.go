@@ -1,0 +1,290 @@
+package cluster
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/receiver"
+	"github.com/islandsync/islandsync/validator"
+)
+
+// Fence says whether a lease or frame may be forwarded (Table.Admit).
+type Fence interface {
+	Admit(shard uint32, holder string, epoch uint32) bool
+}
+
+// RelayConfig sets a Relay up. Zero fields mean the documented defaults.
+type RelayConfig struct {
+	// Period is the broadcast period, µs: the relay hands out the newest
+	// frame of each island once per period. Required.
+	Period int64
+	// StepRate is how many times per second Step is called. Zero means 60.
+	StepRate int
+	// ShardOf maps an island id to its shard. Required.
+	ShardOf func(island uint32) uint32
+	// Fence admits leases and frames. Required.
+	Fence Fence
+	// Control caps what the relay parses from upstream control streams
+	// (the upstream receivers' limits). Zero fields mean the defaults.
+	Control codec.ControlLimits
+	// ForgetAfter is how long an island whose shard another member now
+	// holds is kept, in Steps, waiting for the new holder to restate it;
+	// then it is forgotten. Zero means two seconds of steps.
+	ForgetAfter int
+	// MaxIslands caps the islands the relay keeps. Zero means 65536.
+	MaxIslands int
+}
+
+// RelayStats counts what a Relay did.
+type RelayStats struct {
+	Control       uint64 // control messages forwarded
+	Frames        uint64 // frames handed out
+	Superseded    uint64 // frames replaced by a newer one before they were handed out
+	FencedLeases  uint64 // leases refused: not from the shard's holder, or below its epoch
+	FencedControl uint64 // island messages refused: their island is not leased from that upstream
+	FencedFrames  uint64 // frames refused: not under the forwarded lease, or no longer admitted
+	Forgotten     uint64 // islands forgotten because their shard moved and nobody restated them
+	Refused       uint64 // control bytes that did not parse, or past MaxIslands
+}
+
+// owned is what the relay forwards for one island: whose lease, and its
+// newest frame.
+type owned struct {
+	holder  string
+	epoch   uint32
+	owner   island.SenderID
+	frame   island.Frame
+	fresh   bool // frame not handed out yet
+	has     bool // frame holds a frame
+	orphan  int  // Steps since the shard stopped admitting this lease
+	shard   uint32
+	members []island.Member // frame's members
+	sent    []island.Member // the members of the frame handed out last
+}
+
+// A Relay is a front's source: it takes the control streams and committed
+// frames of every upstream authority (each through its own receiver,
+// Upstream.Hooks), forwards only what the fence admits — a lease from the
+// shard's holder at or above its epoch, then the island's messages and
+// frames under that lease — and hands out, once per broadcast period, the
+// newest frame of each island that has a new one. Upstream jitter moves a
+// frame between periods but never the front's cadence. It implements
+// transport.Source. Safe for concurrent use: upstreams feed it from their
+// own goroutines while the server steps it.
+type Relay struct {
+	cfg   RelayConfig
+	every int64 // Steps per broadcast
+
+	mu      sync.Mutex
+	steps   int64
+	pending [][]byte // control messages to forward, in arrival order
+	islands map[uint32]*owned
+	stats   RelayStats
+
+	// Step's output, valid until the next Step.
+	msgs   []codec.Message
+	frames []island.Frame
+	out    []*island.Frame
+	order  []uint32
+}
+
+// NewRelay makes a relay.
+func NewRelay(cfg RelayConfig) (*Relay, error) {
+	if cfg.Period <= 0 || cfg.ShardOf == nil || cfg.Fence == nil {
+		return nil, errors.New("cluster: RelayConfig needs Period, ShardOf and Fence")
+	}
+	if cfg.StepRate <= 0 {
+		cfg.StepRate = 60
+	}
+	if cfg.ForgetAfter <= 0 {
+		cfg.ForgetAfter = 2 * cfg.StepRate
+	}
+	if cfg.MaxIslands <= 0 {
+		cfg.MaxIslands = 1 << 16
+	}
+	cfg.Control = cfg.Control.WithDefaults()
+	every := max(cfg.Period*int64(cfg.StepRate)/1_000_000, 1)
+	return &Relay{cfg: cfg, every: every, islands: map[uint32]*owned{}}, nil
+}
+
+// Period returns the broadcast period, µs.
+func (r *Relay) Period() int64 { return r.cfg.Period }
+
+// Stats returns the relay's counters.
+func (r *Relay) Stats() RelayStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+// Upstream is one authority's stream into the relay.
+type Upstream struct {
+	r      *Relay
+	holder string
+}
+
+// Upstream returns the stream of the authority named holder (its member
+// name, which the fence checks).
+func (r *Relay) Upstream(holder string) *Upstream { return &Upstream{r: r, holder: holder} }
+
+// Hooks returns cfg with its OnControl and OnCommit set to feed the relay:
+// the receiver configuration of the connection to this authority.
+func (u *Upstream) Hooks(cfg receiver.Config) receiver.Config {
+	cfg.OnControl = u.Control
+	cfg.OnCommit = u.Commit
+	return cfg
+}
+
+// Control takes one control message the upstream's receiver applied.
+func (u *Upstream) Control(raw []byte) {
+	r := u.r
+	m, _, err := codec.ParseControl(raw, &r.cfg.Control)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.stats.Refused++
+		return
+	}
+	var id uint32
+	switch m := m.(type) {
+	case codec.Welcome:
+		return // the front says its own
+	case codec.Lease:
+		shard := r.cfg.ShardOf(m.Island)
+		if !r.cfg.Fence.Admit(shard, u.holder, m.Epoch) {
+			r.stats.FencedLeases++
+			return
+		}
+		o := r.islands[m.Island]
+		if o == nil {
+			if len(r.islands) >= r.cfg.MaxIslands {
+				r.stats.Refused++
+				return
+			}
+			o = &owned{}
+			r.islands[m.Island] = o
+		}
+		if o.holder != u.holder || o.epoch != m.Epoch {
+			o.has, o.fresh = false, false // frames of the old lease are done
+		}
+		o.holder, o.epoch, o.owner, o.shard, o.orphan = u.holder, m.Epoch, m.Owner, shard, 0
+		r.forward(raw)
+		return
+	case codec.Manifest:
+		id = m.Island
+	case codec.Physics:
+		id = m.Island
+	case codec.Spawn:
+		id = m.Island
+	case codec.Cut:
+		id = m.Island
+	case codec.Forget:
+		id = m.Island
+	default: // identities, and what concerns no one island
+		r.forward(raw)
+		return
+	}
+	o := r.islands[id]
+	if o == nil || o.holder != u.holder {
+		r.stats.FencedControl++
+		return
+	}
+	if _, ok := m.(codec.Forget); ok {
+		delete(r.islands, id)
+	}
+	r.forward(raw)
+}
+
+func (r *Relay) forward(raw []byte) {
+	r.pending = append(r.pending, slices.Clone(raw))
+	r.stats.Control++
+}
+
+// Commit takes one frame the upstream's receiver committed.
+func (u *Upstream) Commit(f *validator.Validated) {
+	r := u.r
+	k := f.Key()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.islands[k.Island]
+	if o == nil || o.holder != u.holder || o.epoch != k.Epoch {
+		r.stats.FencedFrames++
+		return
+	}
+	if o.fresh {
+		r.stats.Superseded++
+	}
+	o.members = o.members[:0]
+	for i := range f.Len() {
+		o.members = append(o.members, island.Member{ID: f.ID(i), State: f.State(i)})
+	}
+	o.frame = island.Frame{Sender: o.owner, Key: k, Time: f.Time(), Segment: f.Segment(), Flags: f.Flags(), Members: o.members}
+	o.has, o.fresh = true, true
+}
+
+// Step hands out the control messages forwarded since the last Step, in
+// order, and — once per broadcast period — the newest frame of every
+// island that has a new one and is still admitted. An island whose shard
+// another member holds now, and that its new holder did not restate
+// within ForgetAfter Steps, is forgotten. Both results stay valid until
+// the next Step.
+func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps++
+	r.msgs = r.msgs[:0]
+	for _, raw := range r.pending {
+		if m, _, err := codec.ParseControl(raw, &r.cfg.Control); err == nil {
+			r.msgs = append(r.msgs, m)
+		}
+	}
+	clear(r.pending)
+	r.pending = r.pending[:0]
+	r.out = r.out[:0]
+	if r.steps%r.every != 0 {
+		return r.msgs, r.out
+	}
+	r.order = r.order[:0]
+	for id := range r.islands {
+		r.order = append(r.order, id)
+	}
+	slices.Sort(r.order)
+	r.frames = slices.Grow(r.frames[:0], len(r.order))[:0]
+	for _, id := range r.order {
+		o := r.islands[id]
+		if !r.cfg.Fence.Admit(o.shard, o.holder, o.epoch) {
+			o.orphan += int(r.every)
+			if o.fresh {
+				r.stats.FencedFrames++
+				o.fresh = false
+			}
+			if o.orphan >= r.cfg.ForgetAfter {
+				var t island.Time
+				if o.has {
+					t = o.frame.Time
+				}
+				r.msgs = append(r.msgs, codec.Forget{Island: id, Time: t})
+				delete(r.islands, id)
+				r.stats.Forgotten++
+			}
+			continue
+		}
+		o.orphan = 0
+		if !o.fresh {
+			continue
+		}
+		o.fresh = false
+		f := o.frame
+		o.sent = append(o.sent[:0], o.members...)
+		f.Members = o.sent
+		r.frames = append(r.frames, f)
+		r.stats.Frames++
+	}
+	for i := range r.frames {
+		r.out = append(r.out, &r.frames[i])
+	}
+	return r.msgs, r.out
+}

@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/receiver"
+	"github.com/islandsync/islandsync/scenario"
+	"github.com/islandsync/islandsync/validator"
+)
+
+// fence is a Fence whose holdings the test sets.
+type fence map[uint32]Holding
+
+func (f fence) Admit(shard uint32, holder string, epoch uint32) bool {
+	h, ok := f[shard]
+	return ok && h.Holder == holder && epoch >= h.Epoch
+}
+
+// link is one in-process connection: a broadcaster to one receiver, no
+// loss, feedback at every step.
+type link struct {
+	t   *testing.T
+	bc  *broadcast.Broadcaster
+	rx  *receiver.Receiver
+	ctl []byte
+	fb  []byte
+	dgs []broadcast.Datagram
+}
+
+func newLink(t *testing.T, timeline uint64, period int64, rcfg receiver.Config) *link {
+	bc, err := broadcast.New(broadcast.Config{Timeline: timeline, SendPeriod: period})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, err := receiver.New(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = bc.Join(1, 0)
+	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	return &link{t: t, bc: bc, rx: rx}
+}
+
+// carry sends one step's messages and frames across.
+func (l *link) carry(now int64, msgs []codec.Message, frames []*island.Frame) {
+	for _, m := range msgs {
+		_ = l.bc.Apply(m)
+	}
+	l.bc.Frames(frames)
+	l.ctl, l.dgs = l.bc.Take(1, l.ctl[:0], l.dgs[:0])
+	if n, err := l.rx.ControlBytes(now, l.ctl); err != nil || n != len(l.ctl) {
+		l.t.Fatalf("control: %d of %d bytes: %v", n, len(l.ctl), err)
+	}
+	for _, d := range l.dgs {
+		l.rx.Datagram(now, d.Bytes)
+	}
+	l.rx.Render(now)
+	l.fb = l.rx.Feedback(l.fb[:0])
+	if _, err := l.bc.FeedbackBytes(1, l.fb); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// TestRelayFailover runs two shards (the chain and the ragdolls) on
+// authority a, through a relay, to an observer; then a "crashes", b takes
+// both shards under a higher epoch, and a partitioned a keeps sending for
+// a while. The observer must go on with b's islands: a's late leases and
+// frames refused, no frame of the old epoch committed after the new one's
+// first, and every island b steps known to the observer.
+func TestRelayFailover(t *testing.T) {
+	scs, err := scenario.Pick("chain,ragdolls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeline = 0x5eed
+	fn := fence{0: {Holder: "a", Epoch: 100}, 1: {Holder: "a", Epoch: 100}}
+	a, _ := scenario.NewShardAuthority(scs, 20, 0)
+	_ = a.Gain(0, 100)
+	_ = a.Gain(1, 100)
+	relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(id uint32) uint32 { return uint32(scenario.ShardOf(id, len(scs))) }, Fence: fn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := map[uint32]uint32{} // island → newest epoch the observer committed
+	var backwards int
+	obs := newLink(t, timeline, a.Period(), receiver.Config{OnCommit: func(f *validator.Validated) {
+		k := f.Key()
+		if k.Epoch < newest[k.Island] {
+			backwards++
+		}
+		newest[k.Island] = max(newest[k.Island], k.Epoch)
+	}})
+	upA := newLink(t, 1, a.Period(), relay.Upstream("a").Hooks(receiver.Config{}))
+	var now int64
+	var upB *link
+	var b *scenario.Authority
+	run := func(n int, withA, withB bool) {
+		for range n {
+			now += 1_000_000 / scenario.StepHz
+			if withA {
+				msgs, frames := a.Step()
+				upA.carry(now, msgs, frames)
+			}
+			if withB {
+				msgs, frames := b.Step()
+				upB.carry(now, msgs, frames)
+			}
+			msgs, frames := relay.Step()
+			obs.carry(now, msgs, frames)
+		}
+	}
+	run(120, true, false)
+	before := obs.rx.Stats().FramesCommitted
+	if before < 100 {
+		t.Fatalf("only %d frames reached the observer through the relay", before)
+	}
+	for id, e := range newest {
+		if e != 100 {
+			t.Fatalf("island %d at epoch %d before the failover", id, e)
+		}
+	}
+
+	// a's lease runs out: b claims both shards under epoch 200, starting
+	// on the world's clock where a stopped.
+	fn[0], fn[1] = Holding{Holder: "b", Epoch: 200}, Holding{Holder: "b", Epoch: 200}
+	b, _ = scenario.NewShardAuthority(scs, 20, a.Time())
+	_ = b.Gain(0, 200)
+	_ = b.Gain(1, 200)
+	upB = newLink(t, 2, b.Period(), relay.Upstream("b").Hooks(receiver.Config{}))
+	run(15, true, true) // a, partitioned, goes on sending for half a second
+	// and its connection to the front starts again: its catch-up restates
+	// every lease at the old epoch.
+	upA.bc.Leave(1)
+	_ = upA.bc.Join(1, 0)
+	_ = upA.bc.Subscribe(1, codec.Subscribe{All: true})
+	run(15, true, true)
+	st := relay.Stats()
+	if st.FencedFrames == 0 || st.FencedLeases == 0 || st.FencedControl == 0 {
+		t.Fatalf("a partitioned authority's leases, messages and frames were not all refused: %+v", st)
+	}
+	run(240, false, true)
+	st = relay.Stats()
+	if backwards != 0 {
+		t.Fatalf("%d frames of an older epoch committed after a newer one", backwards)
+	}
+	live := map[uint32]bool{}
+	for _, w := range b.Worlds() {
+		for _, is := range w.Islands() {
+			live[is.ID] = true
+			if newest[is.ID] != 200 {
+				t.Errorf("island %d: newest committed epoch %d, want b's 200", is.ID, newest[is.ID])
+			}
+			if l, ok := obs.rx.Lease(is.ID); !ok || l.Epoch != 200 {
+				t.Errorf("island %d: observer's lease %+v", is.ID, l)
+			}
+		}
+	}
+	for _, id := range obs.rx.Islands() {
+		if !live[id] {
+			t.Errorf("island %d of the crashed authority is still known to the observer", id)
+		}
+	}
+	t.Logf("relay: %+v; observer committed %d frames before, %d after", st, before, obs.rx.Stats().FramesCommitted-before)
+}
