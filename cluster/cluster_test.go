@@ -145,21 +145,27 @@ func TestJoinRefusesTwins(t *testing.T) {
 	}
 }
 
-func TestTimelineIsWrittenOnce(t *testing.T) {
+func TestWorldIsWrittenOnce(t *testing.T) {
 	ctx := context.Background()
 	p, cli := world(t)
-	a, err := Timeline(ctx, cli, p)
+	a, err := Open(ctx, cli, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Timeline(ctx, client(t), p)
-	if err != nil || a != b || a == 0 {
-		t.Fatalf("timeline %x then %x (%v)", a, b, err)
+	b, err := Open(ctx, client(t), p)
+	if err != nil || a.Timeline != b.Timeline || a.Timeline == 0 || !a.Start.Equal(b.Start) {
+		t.Fatalf("world %+v then %+v (%v)", a, b, err)
 	}
-	p2, _ := world(t)
-	cli.Put(ctx, p2+keyTimeline, "not hex at all!")
-	if _, err := Timeline(ctx, cli, p2); err == nil {
-		t.Fatal("a garbage timeline accepted")
+	if now := a.Now(a.Start.Add(time.Second)); now != 1_000_000 {
+		t.Fatalf("a second after the start is %d µs", now)
+	}
+	for _, bad := range [][2]string{{"not hex at all!", "1"}, {"0000000000000001", "-5"}, {"0000000000000001", "x"}} {
+		p2, _ := world(t)
+		cli.Put(ctx, p2+keyTimeline, bad[0])
+		cli.Put(ctx, p2+keyStart, bad[1])
+		if _, err := Open(ctx, cli, p2); err == nil {
+			t.Fatalf("world %q accepted", bad)
+		}
 	}
 }
 

@@ -61,12 +61,14 @@ const DefaultPrefix = "/islandsync/world/"
 // Key layout under a world's prefix P:
 //
 //	P timeline                  the world timeline id, 16 lower-case hex digits, written once
+//	P start                     the instant authority time 0 stands for, Unix µs in decimal, written with it
 //	P members/authority/<name>  an authority's registration, bound to its session; value: its address or ""
 //	P members/front/<name>      a front's registration, bound to its session; value: the address observers dial
 //	P shards/<n>                shard n's authority: value the holder's name, bound to its session;
 //	                            the key's creation revision is the epoch of every island in the shard
 const (
 	keyTimeline = "timeline"
+	keyStart    = "start"
 	keyMembers  = "members/"
 	keyShards   = "shards/"
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -49,6 +50,8 @@ type Member struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the keep-alive loop ends
 	fenced chan struct{}
+	// abandoned: stopped without a goodbye; Close revokes nothing.
+	abandoned atomic.Bool
 
 	mu       sync.Mutex
 	deadline time.Time // the lease is surely alive until then
@@ -184,6 +187,9 @@ func (m *Member) Lease() clientv3.LeaseID { return m.lease }
 func (m *Member) Close(ctx context.Context) error {
 	m.cancel()
 	<-m.done
+	if m.abandoned.Load() {
+		return nil
+	}
 	_, err := m.cli.Revoke(ctx, m.lease)
 	if errors.Is(err, errLeaseNotFound) {
 		err = nil
@@ -193,8 +199,9 @@ func (m *Member) Close(ctx context.Context) error {
 
 // Abandon stops the keep-alive without a goodbye, as a crashed process
 // would: etcd lets the lease, the registration and the shards go only
-// when the TTL runs out.
+// when the TTL runs out. A later Close revokes nothing.
 func (m *Member) Abandon() {
+	m.abandoned.Store(true)
 	m.cancel()
 	<-m.done
 }

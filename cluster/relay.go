@@ -43,7 +43,7 @@ type RelayStats struct {
 	Control       uint64 // control messages forwarded
 	Frames        uint64 // frames handed out
 	Superseded    uint64 // frames replaced by a newer one before they were handed out
-	FencedLeases  uint64 // leases refused: not from the shard's holder, or below its epoch
+	FencedLeases  uint64 // leases refused: not from the shard's holder, or below its epoch, for ForgetAfter Steps
 	FencedControl uint64 // island messages refused: their island is not leased from that upstream
 	FencedFrames  uint64 // frames refused: not under the forwarded lease, or no longer admitted
 	Forgotten     uint64 // islands forgotten because their shard moved and nobody restated them
@@ -65,6 +65,27 @@ type owned struct {
 	sent    []island.Member // the members of the frame handed out last
 }
 
+// parkKey names a lease waiting for the fence: whose, which island.
+type parkKey struct {
+	holder string
+	island uint32
+}
+
+// parked is a lease the fence did not admit yet, with the island's
+// messages that came after it from the same upstream, in order. A front
+// may hear an authority's lease before its etcd watch shows the claim
+// behind it; the lease waits (ForgetAfter Steps at most) rather than being
+// lost, since the authority will not say it again.
+type parked struct {
+	lease codec.Lease
+	raw   [][]byte // the lease, then the island's messages
+	bytes int
+	age   int // Steps parked
+}
+
+// maxParkedBytes caps the bytes of messages parked behind one lease.
+const maxParkedBytes = 4 << 20
+
 // A Relay is a front's source: it takes the control streams and committed
 // frames of every upstream authority (each through its own receiver,
 // Upstream.Hooks), forwards only what the fence admits — a lease from the
@@ -82,6 +103,7 @@ type Relay struct {
 	steps   int64
 	pending [][]byte // control messages to forward, in arrival order
 	islands map[uint32]*owned
+	parked  map[parkKey]*parked
 	stats   RelayStats
 
 	// Step's output, valid until the next Step.
@@ -107,7 +129,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	}
 	cfg.Control = cfg.Control.WithDefaults()
 	every := max(cfg.Period*int64(cfg.StepRate)/1_000_000, 1)
-	return &Relay{cfg: cfg, every: every, islands: map[uint32]*owned{}}, nil
+	return &Relay{cfg: cfg, every: every, islands: map[uint32]*owned{}, parked: map[parkKey]*parked{}}, nil
 }
 
 // Period returns the broadcast period, µs.
@@ -153,25 +175,17 @@ func (u *Upstream) Control(raw []byte) {
 	case codec.Welcome:
 		return // the front says its own
 	case codec.Lease:
-		shard := r.cfg.ShardOf(m.Island)
-		if !r.cfg.Fence.Admit(shard, u.holder, m.Epoch) {
-			r.stats.FencedLeases++
-			return
-		}
-		o := r.islands[m.Island]
-		if o == nil {
-			if len(r.islands) >= r.cfg.MaxIslands {
-				r.stats.Refused++
+		key := parkKey{u.holder, m.Island}
+		delete(r.parked, key) // a newer lease of ours replaces a waiting one
+		if !r.cfg.Fence.Admit(r.cfg.ShardOf(m.Island), u.holder, m.Epoch) {
+			if len(r.parked) >= r.cfg.MaxIslands {
+				r.stats.FencedLeases++
 				return
 			}
-			o = &owned{}
-			r.islands[m.Island] = o
+			r.parked[key] = &parked{lease: m, raw: [][]byte{slices.Clone(raw)}, bytes: len(raw)}
+			return
 		}
-		if o.holder != u.holder || o.epoch != m.Epoch {
-			o.has, o.fresh = false, false // frames of the old lease are done
-		}
-		o.holder, o.epoch, o.owner, o.shard, o.orphan = u.holder, m.Epoch, m.Owner, shard, 0
-		r.forward(raw)
+		r.lease(u.holder, m, raw)
 		return
 	case codec.Manifest:
 		id = m.Island
@@ -187,6 +201,16 @@ func (u *Upstream) Control(raw []byte) {
 		r.forward(raw)
 		return
 	}
+	if p := r.parked[parkKey{u.holder, id}]; p != nil {
+		if p.bytes+len(raw) > maxParkedBytes {
+			delete(r.parked, parkKey{u.holder, id})
+			r.stats.FencedLeases++
+			return
+		}
+		p.raw = append(p.raw, slices.Clone(raw))
+		p.bytes += len(raw)
+		return
+	}
 	o := r.islands[id]
 	if o == nil || o.holder != u.holder {
 		r.stats.FencedControl++
@@ -196,6 +220,47 @@ func (u *Upstream) Control(raw []byte) {
 		delete(r.islands, id)
 	}
 	r.forward(raw)
+}
+
+// lease takes an admitted lease of holder's and forwards it; mu held.
+func (r *Relay) lease(holder string, m codec.Lease, raw []byte) bool {
+	o := r.islands[m.Island]
+	if o == nil {
+		if len(r.islands) >= r.cfg.MaxIslands {
+			r.stats.Refused++
+			return false
+		}
+		o = &owned{}
+		r.islands[m.Island] = o
+	}
+	if o.holder != holder || o.epoch != m.Epoch {
+		o.has, o.fresh = false, false // frames of the old lease are done
+	}
+	o.holder, o.epoch, o.owner, o.shard, o.orphan = holder, m.Epoch, m.Owner, r.cfg.ShardOf(m.Island), 0
+	r.forward(raw)
+	return true
+}
+
+// unpark forwards the parked leases the fence admits now, each followed by
+// its island's messages, and drops those that waited too long; mu held.
+func (r *Relay) unpark() {
+	for k, p := range r.parked {
+		switch {
+		case r.cfg.Fence.Admit(r.cfg.ShardOf(k.island), k.holder, p.lease.Epoch):
+			delete(r.parked, k)
+			if r.lease(k.holder, p.lease, p.raw[0]) {
+				for _, raw := range p.raw[1:] {
+					r.pending = append(r.pending, raw)
+					r.stats.Control++
+				}
+			}
+		case p.age >= r.cfg.ForgetAfter:
+			delete(r.parked, k)
+			r.stats.FencedLeases++
+		default:
+			p.age++
+		}
+	}
 }
 
 func (r *Relay) forward(raw []byte) {
@@ -235,6 +300,7 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.steps++
+	r.unpark()
 	r.msgs = r.msgs[:0]
 	for _, raw := range r.pending {
 		if m, _, err := codec.ParseControl(raw, &r.cfg.Control); err == nil {

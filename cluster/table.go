@@ -137,7 +137,7 @@ func (t *Table) put(key string, value []byte, created, lease int64) {
 	switch {
 	case !ok:
 		t.stats.Ignored++
-	case rest == keyTimeline:
+	case rest == keyTimeline || rest == keyStart:
 	case strings.HasPrefix(rest, keyShards):
 		n, ok := parseShard(rest[len(keyShards):])
 		ep, err := epochOf(created)

@@ -1,0 +1,342 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/receiver"
+	"github.com/islandsync/islandsync/scenario"
+	"github.com/islandsync/islandsync/transport"
+)
+
+// NodeConfig sets up one process of a world: an authority (RunAuthority)
+// or a front (RunFront). Zero fields mean the documented defaults.
+type NodeConfig struct {
+	// Client reaches etcd. Required.
+	Client *clientv3.Client
+	// Prefix is the world's key prefix. Empty means DefaultPrefix.
+	Prefix string
+	// Name is the member's name in the world. Required.
+	Name string
+	// TTL is the member's etcd lease (Config.TTL). Zero means DefaultTTL.
+	TTL time.Duration
+	// Scenarios are the world's shards, in order: every process of one
+	// world must list the same. Required.
+	Scenarios []scenario.Scenario
+	// Hz is the broadcast rate per island. Zero means 20.
+	Hz int
+	// Server configures the QUIC server the node serves on: an
+	// authority's fronts connect to it, a front's observers do. Its
+	// Timeline is the world's; its StepRate scenario.StepHz.
+	Server transport.ServerConfig
+	// Fingerprint is the SHA-256 of the server certificate, hex: it is
+	// registered beside the address, and whoever dials the node pins it.
+	// Required.
+	Fingerprint string
+	// Logger receives structured logs. Nil means slog.Default().
+	Logger *slog.Logger
+	// Ready, if set, is called once the node is serving and registered,
+	// with its server.
+	Ready func(*transport.Server)
+}
+
+func (c *NodeConfig) defaults() error {
+	if c.Client == nil || c.Name == "" || len(c.Scenarios) == 0 || c.Fingerprint == "" {
+		return errors.New("cluster: NodeConfig needs Client, Name, Scenarios and Fingerprint")
+	}
+	if c.Hz == 0 {
+		c.Hz = 20
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Server.StepRate = scenario.StepHz
+	c.Server.Logger = c.Logger
+	return nil
+}
+
+// registered is the value a node registers: its address and certificate
+// fingerprint.
+func registered(addr, fingerprint string) string { return addr + " " + fingerprint }
+
+// parseRegistered splits a registered value.
+func parseRegistered(v string) (addr, fingerprint string, ok bool) {
+	addr, fingerprint, ok = strings.Cut(v, " ")
+	return addr, fingerprint, ok && addr != "" && len(fingerprint) == 64
+}
+
+func (c *NodeConfig) shards() []uint32 {
+	out := make([]uint32, len(c.Scenarios))
+	for i := range out {
+		out[i] = uint32(i)
+	}
+	return out
+}
+
+// shardSource is an authority's transport.Source: a shard authority whose
+// shards Serve's hooks change between steps.
+type shardSource struct {
+	auth *scenario.Authority
+	mu   sync.Mutex
+	reqs []shardReq
+}
+
+type shardReq struct {
+	shard uint32
+	epoch uint32
+	gain  bool
+	done  chan struct{}
+}
+
+func (s *shardSource) request(r shardReq) { s.mu.Lock(); s.reqs = append(s.reqs, r); s.mu.Unlock() }
+
+func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
+	s.mu.Lock()
+	reqs := s.reqs
+	s.reqs = nil
+	s.mu.Unlock()
+	for _, r := range reqs {
+		if r.gain {
+			_ = s.auth.Gain(int(r.shard), r.epoch)
+		} else {
+			s.auth.Lose(int(r.shard))
+		}
+		close(r.done)
+	}
+	return s.auth.Step()
+}
+
+func (s *shardSource) Period() int64 { return s.auth.Period() }
+
+// ErrAbandon, as the cause of RunAuthority's context, makes it stop at
+// once without a goodbye — no drain, no revoke — as a crashed process
+// would: its shards stay held until etcd lets its lease go.
+var ErrAbandon = errors.New("cluster: abandoned")
+
+// RunAuthority runs an authority until ctx ends: it serves the shards it
+// holds to the fronts that connect (over QUIC, as a server of observers),
+// and keeps holding its share of the world's shards (Member.Serve). When
+// ctx ends it drains — leaves the world and hands every shard on at once —
+// then stops. It returns an error when the member is fenced (its lease
+// lost): it has then stopped stepping every shard, and whoever runs it
+// should start it again.
+func RunAuthority(ctx context.Context, cfg NodeConfig) error {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	w, err := Open(ctx, cfg.Client, cfg.Prefix)
+	if err != nil {
+		return err
+	}
+	auth, err := scenario.NewShardAuthority(cfg.Scenarios, cfg.Hz, island.Time(w.Now(time.Now())))
+	if err != nil {
+		return err
+	}
+	src := &shardSource{auth: auth}
+	cfg.Server.Timeline = w.Timeline
+	srv, err := transport.Listen(src, cfg.Server)
+	if err != nil {
+		return err
+	}
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	var srvErr error
+	srvStopped := make(chan struct{})
+	go func() { srvErr = srv.Run(srvCtx); close(srvStopped) }()
+	defer func() { stopSrv(); <-srvStopped }()
+
+	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Authority, TTL: cfg.TTL,
+		Addr: registered(srv.Addr().String(), cfg.Fingerprint)})
+	if err != nil {
+		return err
+	}
+	defer m.Close(context.WithoutCancel(ctx)) // after Abandon: etcd answers that the lease is gone, or revokes it
+	tb, err := WatchTable(ctx, cfg.Client, cfg.Prefix)
+	if err != nil {
+		return err
+	}
+	defer tb.Close()
+	if cfg.Ready != nil {
+		cfg.Ready(srv)
+	}
+	log := cfg.Logger.With("member", cfg.Name)
+	change := func(shard, epoch uint32, gain bool) {
+		r := shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
+		src.request(r)
+		select { // the step goroutine takes it within one step
+		case <-r.done:
+		case <-srvStopped:
+		}
+		log.Info(map[bool]string{true: "shard gained", false: "shard lost"}[gain], "shard", shard, "epoch", epoch)
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	var serveErr error
+	served := make(chan struct{})
+	go func() {
+		serveErr = m.Serve(serveCtx, tb, cfg.shards(), Hooks{
+			Gain: func(s, e uint32) { change(s, e, true) },
+			Lose: func(s, e uint32) { change(s, e, false) },
+		})
+		close(served)
+	}()
+	// Serve ends (its shards lost) before the server stops stepping them.
+	defer func() { stopServe(); <-served }()
+	select {
+	case <-served:
+		return fmt.Errorf("cluster: authority %s: %w", cfg.Name, serveErr)
+	case <-srvStopped:
+		return srvErr
+	case <-ctx.Done():
+	}
+	if errors.Is(context.Cause(ctx), ErrAbandon) {
+		m.Abandon()
+		return nil
+	}
+	// Drain: leave, and let Serve hand every shard on.
+	log.Info("draining")
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.TTL())
+	defer cancel()
+	if err := m.Leave(dctx); err != nil {
+		return err
+	}
+	select {
+	case <-served:
+		if !errors.Is(serveErr, ErrDrained) {
+			return serveErr
+		}
+	case <-dctx.Done():
+		return errors.New("cluster: drain did not finish within the TTL")
+	}
+	return nil
+}
+
+// RunFront runs a front until ctx ends: it serves observers on the
+// world's timeline, connects to every registered authority as an
+// observer (pinning the fingerprint it registered), and relays what each
+// sends under the leases the world's table admits (Relay).
+func RunFront(ctx context.Context, cfg NodeConfig) error {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	w, err := Open(ctx, cfg.Client, cfg.Prefix)
+	if err != nil {
+		return err
+	}
+	tb, err := WatchTable(ctx, cfg.Client, cfg.Prefix)
+	if err != nil {
+		return err
+	}
+	defer tb.Close()
+	n := len(cfg.Scenarios)
+	probe, _ := scenario.NewShardAuthority(cfg.Scenarios, cfg.Hz, 0)
+	relay, err := NewRelay(RelayConfig{Period: probe.Period(), StepRate: scenario.StepHz, Fence: tb,
+		ShardOf: func(id uint32) uint32 { return uint32(scenario.ShardOf(id, n)) }})
+	if err != nil {
+		return err
+	}
+	cfg.Server.Timeline = w.Timeline
+	srv, err := transport.Listen(relay, cfg.Server)
+	if err != nil {
+		return err
+	}
+	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Front, TTL: cfg.TTL,
+		Addr: registered(srv.Addr().String(), cfg.Fingerprint)})
+	if err != nil {
+		return err
+	}
+	defer m.Close(context.WithoutCancel(ctx))
+	if cfg.Ready != nil {
+		cfg.Ready(srv)
+	}
+	upCtx, stopUp := context.WithCancel(ctx)
+	defer stopUp()
+	go uplinks(upCtx, tb, relay, cfg.Logger.With("member", cfg.Name))
+	select {
+	case <-m.Fenced():
+		return fmt.Errorf("cluster: front %s: %w", cfg.Name, m.Err())
+	default:
+	}
+	return srv.Run(ctx)
+}
+
+// uplinks keeps one connection to every registered authority, as the
+// table has them, until ctx ends.
+func uplinks(ctx context.Context, tb *Table, relay *Relay, log *slog.Logger) {
+	type link struct {
+		value  string
+		cancel context.CancelFunc
+	}
+	links := map[string]*link{}
+	defer func() {
+		for _, l := range links {
+			l.cancel()
+		}
+	}()
+	for {
+		changed := tb.Changed()
+		names := tb.Members(Authority)
+		for name, l := range links {
+			if v, ok := tb.Addr(Authority, name); !ok || v != l.value {
+				l.cancel()
+				delete(links, name)
+			}
+		}
+		for _, name := range names {
+			if links[name] != nil {
+				continue
+			}
+			v, _ := tb.Addr(Authority, name)
+			addr, pin, ok := parseRegistered(v)
+			if !ok {
+				continue
+			}
+			lctx, cancel := context.WithCancel(ctx)
+			links[name] = &link{value: v, cancel: cancel}
+			go uplink(lctx, name, addr, pin, relay, log)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// uplink connects to one authority and feeds the relay until ctx ends,
+// dialling again after any loss.
+func uplink(ctx context.Context, name, addr, pin string, relay *Relay, log *slog.Logger) {
+	tlsc, err := transport.ClientTLS(pin, "", nil)
+	if err != nil {
+		log.Warn("authority registered a bad fingerprint", "authority", name, "err", err)
+		return
+	}
+	up := relay.Upstream(name)
+	for ctx.Err() == nil {
+		w, err := transport.NewWatcher(transport.WatchConfig{Addr: addr, TLS: tlsc, Subscribe: codec.Subscribe{All: true},
+			Receiver: up.Hooks(receiver.Config{}), Reconnect: true, Logger: log})
+		if err != nil {
+			log.Warn("uplink", "authority", name, "err", err)
+			return
+		}
+		err = w.Run(ctx, nil)
+		if ctx.Err() != nil {
+			return
+		}
+		log.Info("uplink lost; dialling again", "authority", name, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

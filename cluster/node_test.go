@@ -1,0 +1,269 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/receiver"
+	"github.com/islandsync/islandsync/scenario"
+	"github.com/islandsync/islandsync/store"
+	"github.com/islandsync/islandsync/transport"
+	"github.com/islandsync/islandsync/validator"
+)
+
+// node is one process of a test world, run in a goroutine.
+type node struct {
+	name   string
+	srv    *transport.Server
+	cancel context.CancelCauseFunc
+	done   chan error
+}
+
+func startNode(t *testing.T, prefix, name string, role Role, scs []scenario.Scenario) *node {
+	t.Helper()
+	cert, fp, err := transport.SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan *transport.Server, 1)
+	cfg := NodeConfig{Client: client(t), Prefix: prefix, Name: name, TTL: 2 * time.Second, Scenarios: scs,
+		Server:      transport.ServerConfig{Listen: "127.0.0.1:0", TLS: transport.ServerTLS(cert)},
+		Fingerprint: fp, Logger: slog.New(slog.DiscardHandler), Ready: func(s *transport.Server) { ready <- s }}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	n := &node{name: name, cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		if role == Authority {
+			n.done <- RunAuthority(ctx, cfg)
+		} else {
+			n.done <- RunFront(ctx, cfg)
+		}
+	}()
+	select {
+	case n.srv = <-ready:
+	case err := <-n.done:
+		t.Fatalf("%s: %v", name, err)
+	}
+	t.Cleanup(func() { n.stop(nil) })
+	return n
+}
+
+// stop ends the node: a drain (nil) or a crash (ErrAbandon).
+func (n *node) stop(cause error) error {
+	if n.done == nil {
+		return nil
+	}
+	n.cancel(cause)
+	err := <-n.done
+	n.done = nil
+	return err
+}
+
+// observer is a watcher of a front, recording what it commits.
+type observer struct {
+	mu        sync.Mutex
+	newest    map[uint32]uint32        // island → newest epoch committed
+	firstAt   map[uint32]time.Time     // island → when its newest epoch's first frame committed
+	lastAt    map[uint32]time.Time     // island → when its newest frame committed
+	silences  map[uint32]time.Duration // island → its last hand-off's time without frames
+	commits   int
+	backwards int // frames committed under an older epoch after a newer one
+	halves    int
+	ticks     int
+	playing   bool // the playout clock left Waiting
+	waiting   bool // the playout clock went back to Waiting
+	waitAt    time.Time
+	cancel    context.CancelFunc
+	done      chan error
+}
+
+func watch(t *testing.T, front *node) *observer {
+	t.Helper()
+	o := &observer{newest: map[uint32]uint32{}, firstAt: map[uint32]time.Time{}, lastAt: map[uint32]time.Time{},
+		silences: map[uint32]time.Duration{}, done: make(chan error, 1)}
+	tlsc, err := transport.ClientTLS("", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsc.InsecureSkipVerify = true // the test's own front
+	w, err := transport.NewWatcher(transport.WatchConfig{Addr: front.srv.Addr().String(), TLS: tlsc,
+		Subscribe: codec.Subscribe{All: true}, Reconnect: true, Logger: slog.New(slog.DiscardHandler),
+		Receiver: receiver.Config{OnCommit: func(f *validator.Validated) {
+			k := f.Key()
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.commits++
+			now := time.Now()
+			switch e, seen := o.newest[k.Island]; {
+			case seen && k.Epoch < e:
+				o.backwards++
+			case !seen || k.Epoch > e:
+				if seen {
+					// The island's silence across the hand-off: from the
+					// last frame of the old epoch to the first of the new.
+					o.silences[k.Island] = now.Sub(o.lastAt[k.Island])
+				}
+				o.newest[k.Island], o.firstAt[k.Island] = k.Epoch, now
+			}
+			o.lastAt[k.Island] = now
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.cancel = cancel
+	go func() {
+		o.done <- w.Run(ctx, func(tk *transport.Tick) {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.ticks++
+			o.halves += tk.HalfFrames
+			switch st := tk.Receiver.Clock().State; {
+			case st != store.Waiting:
+				o.playing = true
+			case o.playing && !o.waiting:
+				o.waiting = true
+				o.waitAt = time.Now()
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-o.done })
+	return o
+}
+
+// await waits for cond, looking every few milliseconds; the bound only
+// ends a hung test.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestClusterOverQUIC runs a world of four shards on two authorities
+// behind one front, with an observer of the front, over QUIC on
+// 127.0.0.1: one authority crashes, a third joins, then one drains. After
+// each, every island of every shard is back under the epoch of its new
+// holder, no frame of an older epoch commits after a newer one, and no
+// half-frame is shown.
+func TestClusterOverQUIC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster for several seconds")
+	}
+	scs, err := scenario.Pick("bridge,ragdolls,handoff,chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cli := world(t)
+	tb := watchTable(t, cli, p)
+	a := startNode(t, p, "a", Authority, scs)
+	b := startNode(t, p, "b", Authority, scs)
+	f := startNode(t, p, "f", Front, scs)
+	obs := watch(t, f)
+	shards := span(len(scs))
+	// current reports whether the observer's newest epoch of every island
+	// of every shard is the shard's current one, with frames committed for
+	// every shard.
+	current := func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		seen := map[uint32]bool{}
+		for id, e := range obs.newest {
+			s := uint32(scenario.ShardOf(id, len(scs)))
+			h, ok := tb.Shard(s)
+			if !ok || e < h.Epoch {
+				return false
+			}
+			seen[s] = true
+		}
+		return len(seen) == len(shards)
+	}
+	holders := func(names ...string) func() bool {
+		return func() bool {
+			for _, s := range shards {
+				h, ok := tb.Shard(s)
+				if !ok || !slices.Contains(names, h.Holder) || h.Holder != Owner(s, names) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	await(t, "a and b share the shards", holders("a", "b"))
+	await(t, "the observer has every shard", current)
+	rate := func(what string) {
+		obs.mu.Lock()
+		c0 := obs.commits
+		obs.mu.Unlock()
+		time.Sleep(time.Second)
+		obs.mu.Lock()
+		t.Logf("%s: %d frames/s, %d islands", what, obs.commits-c0, len(obs.newest))
+		obs.mu.Unlock()
+	}
+	rate("start")
+	if len(tb.Held("a")) == 0 || len(tb.Held("b")) == 0 {
+		t.Fatalf("a holds %v, b %v: the test needs both to hold some", tb.Held("a"), tb.Held("b"))
+	}
+
+	// Crash: a stops without a goodbye.
+	lost := tb.Held("a")
+	crashed := time.Now()
+	if err := a.stop(ErrAbandon); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "b holds everything", holders("b"))
+	await(t, "the observer has every shard from b", current)
+	gaps, quiet := islandGaps(obs, lost, len(scs), crashed)
+	t.Logf("crash, TTL 2 s: %d islands of %d shards back after p50 %v, max %v; silent p50 %v, max %v", len(gaps), len(lost), gaps[len(gaps)/2], gaps[len(gaps)-1], quiet[len(quiet)/2], quiet[len(quiet)-1])
+
+	// A third authority joins: b hands c its share.
+	startNode(t, p, "c", Authority, scs)
+	await(t, "b and c share", holders("b", "c"))
+	await(t, "the observer follows the rebalance", current)
+
+	// Drain: b stops with a goodbye; c takes everything at once.
+	moved := tb.Held("b")
+	drained := time.Now()
+	if err := b.stop(nil); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	await(t, "c holds everything", holders("c"))
+	await(t, "the observer has every shard from c", current)
+	gaps, quiet = islandGaps(obs, moved, len(scs), drained)
+	t.Logf("drain: %d islands of %d shards back after p50 %v, max %v; silent p50 %v, max %v", len(gaps), len(moved), gaps[len(gaps)/2], gaps[len(gaps)-1], quiet[len(quiet)/2], quiet[len(quiet)-1])
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.backwards != 0 || obs.halves != 0 || obs.waiting {
+		t.Fatalf("%d frames of an older epoch committed after a newer one; %d half-frames shown; went back to Waiting: %v", obs.backwards, obs.halves, obs.waiting)
+	}
+	t.Logf("observer: %d frames committed over %d ticks; went back to Waiting: %v (%v after the crash)", obs.commits, obs.ticks, obs.waiting, obs.waitAt.Sub(crashed))
+}
+
+// islandGaps returns, sorted, how long after since each island of shards
+// first committed under its newest epoch, and how long each went without
+// frames across that hand-off.
+func islandGaps(o *observer, shards []uint32, n int, since time.Time) (gaps, silences []time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id, at := range o.firstAt {
+		if slices.Contains(shards, uint32(scenario.ShardOf(id, n))) && at.After(since) {
+			gaps = append(gaps, at.Sub(since))
+			silences = append(silences, o.silences[id])
+		}
+	}
+	slices.Sort(gaps)
+	slices.Sort(silences)
+	if len(gaps) == 0 {
+		gaps, silences = append(gaps, 0), append(silences, 0)
+	}
+	return gaps, silences
+}
