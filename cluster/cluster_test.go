@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	etcd, err = Embed(dir)
+	etcd, err = Embed(dir, "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -377,7 +377,7 @@ func TestFencing(t *testing.T) {
 // renew, and fences itself once the TTL since its last confirmed renewal
 // has passed.
 func TestSelfFenceWithoutEtcd(t *testing.T) {
-	own, err := Embed(t.TempDir())
+	own, err := Embed(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

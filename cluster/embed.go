@@ -20,18 +20,23 @@ type Embedded struct {
 	endpoints []string
 }
 
-// Embed starts an etcd server keeping its data in dir, serving clients on
-// 127.0.0.1 at a port of the system's choosing (Endpoints says which). It
-// waits until the server can serve, at most a minute.
-func Embed(dir string) (*Embedded, error) {
+// Embed starts an etcd server keeping its data in dir, serving clients at
+// listen (host:port; empty means 127.0.0.1 at a port of the system's
+// choosing — Endpoints says which). It waits until the server can serve,
+// at most a minute.
+func Embed(dir, listen string) (*Embedded, error) {
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
 	cfg := embed.NewConfig()
 	cfg.Dir = dir
 	cfg.Name = "islandsync"
 	// Its own logs would only repeat what Embed and the client return.
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	local := func() []url.URL { return []url.URL{{Scheme: "http", Host: "127.0.0.1:0"}} }
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = local(), local()
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = local(), local()
+	client := []url.URL{{Scheme: "http", Host: listen}}
+	peer := []url.URL{{Scheme: "http", Host: "127.0.0.1:0"}}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = client, client
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = peer, peer
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/islandsync/islandsync/codec"
@@ -47,6 +48,11 @@ type NodeConfig struct {
 	// Ready, if set, is called once the node is serving and registered,
 	// with its server.
 	Ready func(*transport.Server)
+	// Registry, if set, receives the node's cluster metrics: an
+	// authority's shards held and shard changes; a front's relayed frames,
+	// fenced leases, messages and frames, forgotten islands and hand-off
+	// gaps.
+	Registry prometheus.Registerer
 }
 
 func (c *NodeConfig) defaults() error {
@@ -171,7 +177,15 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 		cfg.Ready(srv)
 	}
 	log := cfg.Logger.With("member", cfg.Name)
+	met := newNodeMetrics(cfg.Registry, Authority)
+	held := 0
 	change := func(shard, epoch uint32, gain bool) {
+		if gain {
+			held++
+		} else {
+			held--
+		}
+		met.change(gain, held)
 		r := shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
 		src.request(r)
 		select { // the step goroutine takes it within one step
@@ -240,11 +254,13 @@ func RunFront(ctx context.Context, cfg NodeConfig) error {
 	defer tb.Close()
 	n := len(cfg.Scenarios)
 	probe, _ := scenario.NewShardAuthority(cfg.Scenarios, cfg.Hz, 0)
+	met := newNodeMetrics(cfg.Registry, Front)
 	relay, err := NewRelay(RelayConfig{Period: probe.Period(), StepRate: scenario.StepHz, Fence: tb,
-		ShardOf: func(id uint32) uint32 { return uint32(scenario.ShardOf(id, n)) }})
+		ShardOf: func(id uint32) uint32 { return uint32(scenario.ShardOf(id, n)) }, HandOff: met.handOff})
 	if err != nil {
 		return err
 	}
+	registerRelay(cfg.Registry, relay)
 	cfg.Server.Timeline = w.Timeline
 	srv, err := transport.Listen(relay, cfg.Server)
 	if err != nil {

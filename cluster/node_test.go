@@ -33,7 +33,7 @@ func startNode(t *testing.T, prefix, name string, role Role, scs []scenario.Scen
 	ready := make(chan *transport.Server, 1)
 	cfg := NodeConfig{Client: client(t), Prefix: prefix, Name: name, TTL: 2 * time.Second, Scenarios: scs,
 		Server:      transport.ServerConfig{Listen: "127.0.0.1:0", TLS: transport.ServerTLS(cert)},
-		Fingerprint: fp, Logger: slog.New(slog.DiscardHandler), Ready: func(s *transport.Server) { ready <- s }}
+		Fingerprint: fp, Logger: testLogger, Ready: func(s *transport.Server) { ready <- s }}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	n := &node{name: name, cancel: cancel, done: make(chan error, 1)}
 	go func() {
@@ -267,3 +267,6 @@ func islandGaps(o *observer, shards []uint32, n int, since time.Time) (gaps, sil
 	}
 	return gaps, silences
 }
+
+// testLogger takes the nodes' logs; a TextHandler on os.Stderr shows them.
+var testLogger = slog.New(slog.DiscardHandler)

@@ -36,6 +36,10 @@ type RelayConfig struct {
 	ForgetAfter int
 	// MaxIslands caps the islands the relay keeps. Zero means 65536.
 	MaxIslands int
+	// HandOff, if set, is called when an island's first frame under a new
+	// holder or epoch is handed out, with how long after the old lease's
+	// last frame (seconds, counted in Steps). Called from Step.
+	HandOff func(island uint32, gap float64)
 }
 
 // RelayStats counts what a Relay did.
@@ -57,9 +61,11 @@ type owned struct {
 	epoch   uint32
 	owner   island.SenderID
 	frame   island.Frame
-	fresh   bool // frame not handed out yet
-	has     bool // frame holds a frame
-	orphan  int  // Steps since the shard stopped admitting this lease
+	fresh   bool  // frame not handed out yet
+	has     bool  // frame holds a frame
+	orphan  int   // Steps since the shard stopped admitting this lease
+	lastOut int64 // the Step that handed out the island's last frame; 0 none
+	prevOut int64 // lastOut under the lease before this one; 0 none
 	shard   uint32
 	members []island.Member // frame's members
 	sent    []island.Member // the members of the frame handed out last
@@ -235,6 +241,9 @@ func (r *Relay) lease(holder string, m codec.Lease, raw []byte) bool {
 	}
 	if o.holder != holder || o.epoch != m.Epoch {
 		o.has, o.fresh = false, false // frames of the old lease are done
+		if o.lastOut != 0 {
+			o.prevOut, o.lastOut = o.lastOut, 0
+		}
 	}
 	o.holder, o.epoch, o.owner, o.shard, o.orphan = holder, m.Epoch, m.Owner, r.cfg.ShardOf(m.Island), 0
 	r.forward(raw)
@@ -343,6 +352,10 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 			continue
 		}
 		o.fresh = false
+		if o.lastOut == 0 && o.prevOut != 0 && r.cfg.HandOff != nil {
+			r.cfg.HandOff(id, float64(r.steps-o.prevOut)/float64(r.cfg.StepRate))
+		}
+		o.lastOut = r.steps
 		f := o.frame
 		o.sent = append(o.sent[:0], o.members...)
 		f.Members = o.sent

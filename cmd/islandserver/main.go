@@ -37,6 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/cluster"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
@@ -74,6 +75,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		total    = fs.Int("server-budget", 0, "kbit/s all observers together may be sent at most, shared evenly; 0: no cap")
 		fixed    = fs.Bool("fixed-rate", false, "send every frame to every observer whatever its path carries (no budget from QUIC's congestion window, no pacing)")
 		logLevel = fs.String("log-level", "info", "debug, info, warn or error")
+
+		etcdURLs  = fs.String("etcd", "", "comma-separated etcd endpoints (e.g. http://127.0.0.1:2379): run as one member of a cluster world kept in etcd")
+		etcdEmbed = fs.String("etcd-embed", "", "run an etcd server inside this process keeping its data in this directory (one machine; see -etcd-listen), and join the world in it")
+		etcdAt    = fs.String("etcd-listen", "127.0.0.1:2379", "with -etcd-embed: where the embedded etcd serves clients")
+		roleName  = fs.String("role", "both", "with -etcd or -etcd-embed: authority (steps the shards it holds), front (serves observers, relays the authorities) or both")
+		name      = fs.String("name", defaultName(), "this process's member name in the world: letters, digits, '.', '_', '-'")
+		world     = fs.String("world", cluster.DefaultPrefix, "the world's etcd key prefix, ending in '/'")
+		leaseTTL  = fs.Duration("lease-ttl", cluster.DefaultTTL, "the member's etcd lease: its shards go to another authority this long after it stops renewing")
+		authAt    = fs.String("authority-listen", "127.0.0.1:0", "with -role both: the UDP address the authority serves its front on")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,6 +125,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if _, err := net.ResolveUDPAddr("udp", *listen); err != nil {
 		return fail("-listen %q: %v", *listen, err)
+	}
+	clustered := *etcdURLs != "" || *etcdEmbed != ""
+	switch {
+	case *etcdURLs != "" && *etcdEmbed != "":
+		return fail("-etcd and -etcd-embed: one or the other")
+	case !clustered && *roleName != "both":
+		return fail("-role %s needs -etcd or -etcd-embed", *roleName)
+	case *roleName != "both" && *roleName != "authority" && *roleName != "front":
+		return fail("-role %q: want authority, front or both", *roleName)
+	case clustered && *leaseTTL < 2*time.Second:
+		return fail("-lease-ttl %v: at least 2s (etcd's minimum)", *leaseTTL)
 	}
 	if *metrics != "" {
 		if _, err := net.ResolveTCPAddr("tcp", *metrics); err != nil {
@@ -173,15 +194,49 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		identity = "in memory for this run (-state \"\"): a restart changes it"
 	}
 
+	if clustered {
+		endpoints := strings.Split(*etcdURLs, ",")
+		if *etcdEmbed != "" {
+			em, err := cluster.Embed(*etcdEmbed, *etcdAt)
+			if err != nil {
+				fmt.Fprintln(stderr, "islandserver:", err)
+				return 1
+			}
+			defer em.Close()
+			endpoints = em.Endpoints()
+			fmt.Fprintf(stdout, "etcd embedded at %s, data in %s\n", strings.Join(endpoints, ","), *etcdEmbed)
+		}
+		cli, err := cluster.Dial(endpoints)
+		if err != nil {
+			fmt.Fprintln(stderr, "islandserver:", err)
+			return 1
+		}
+		defer cli.Close()
+		reg := prometheus.NewRegistry()
+		nc := cluster.NodeConfig{Client: cli, Prefix: *world, Name: *name, TTL: *leaseTTL, Scenarios: scs, Hz: *hz,
+			Fingerprint: fingerprint, Logger: log, Registry: reg,
+			Server: transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert), MaxObservers: *maxObs,
+				IdleTimeout: *idle, Metrics: transport.NewMetrics(reg), Parity: parityOf(*parity),
+				SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys,
+				ObserverKbps: *budget, ServerKbps: *total, FixedRate: *fixed}}
+		if *metrics != "" {
+			at, closeMetrics, err := transport.ServeMetrics(*metrics, reg)
+			if err != nil {
+				fmt.Fprintln(stderr, "islandserver: metrics:", err)
+				return 1
+			}
+			defer closeMetrics()
+			fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", at)
+		}
+		return runCluster(ctx, *roleName, *authAt, nc, stdout, stderr)
+	}
+
 	auth, err := scenario.NewAuthority(scs, *hz)
 	if err != nil {
 		return fail("%v", err)
 	}
 	src := &cycling{Authority: auth, every: int64(cycle.Seconds() * float64(scenario.StepHz))}
-	par := *parity // broadcast.Config.Parity: 0 is the default, negative none
-	if par == 0 {
-		par = -1
-	}
+	par := parityOf(*parity)
 	reg := prometheus.NewRegistry()
 	m := transport.NewMetrics(reg)
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert),
@@ -215,6 +270,68 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parityOf turns -parity into broadcast.Config.Parity, where 0 is the
+// default and negative none.
+func parityOf(p int) int {
+	if p == 0 {
+		return -1
+	}
+	return p
+}
+
+// defaultName is a member name from the host name and process id.
+func defaultName() string {
+	host, _ := os.Hostname()
+	clean := []byte{}
+	for i := 0; i < len(host) && len(clean) < 40; i++ {
+		if c := host[i]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
+			clean = append(clean, c)
+		}
+	}
+	if len(clean) == 0 {
+		clean = []byte("node")
+	}
+	return fmt.Sprintf("%s-%d", clean, os.Getpid())
+}
+
+// runCluster runs this process's role in a cluster world until ctx ends.
+func runCluster(ctx context.Context, role, authAt string, nc cluster.NodeConfig, stdout, stderr io.Writer) int {
+	say := func(what string) func(*transport.Server) {
+		return func(s *transport.Server) {
+			fmt.Fprintf(stdout, "%s %s serving on %s (world %s, timeline %016x)\n", what, nc.Name, s.Addr(), nc.Prefix, s.Timeline())
+			if what == "front" {
+				fmt.Fprintf(stdout, "watch with: go run ./cmd/islandwatch -addr %s -pin %s\n", s.Addr(), nc.Fingerprint)
+			}
+		}
+	}
+	errs := make(chan error, 2)
+	n := 0
+	if role == "authority" || role == "both" {
+		ac := nc
+		ac.Ready = say("authority")
+		if role == "both" {
+			ac.Server.Listen = authAt
+			ac.Server.Metrics = nil // the front's serve the observers
+		}
+		n++
+		go func() { errs <- cluster.RunAuthority(ctx, ac) }()
+	}
+	if role == "front" || role == "both" {
+		fc := nc
+		fc.Ready = say("front")
+		n++
+		go func() { errs <- cluster.RunFront(ctx, fc) }()
+	}
+	code := 0
+	for range n {
+		if err := <-errs; err != nil {
+			fmt.Fprintln(stderr, "islandserver:", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // defaultStateDir is where the server keeps its identity unless told:

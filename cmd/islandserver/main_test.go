@@ -22,6 +22,8 @@ func TestFlags(t *testing.T) {
 		{"-cert", "c.pem"}, {"-listen", "nohost"}, {"-metrics", "x"}, {"-scenario", "nope"},
 		{"-log-level", "loud"}, {"-bogus"}, {"extra"}, {"-token-key", "/nonexistent"}, {"-subscribe-timeout", "1ms"}, {"-stall-timeout", "0s"},
 		{"-loose", "nope"}, {"-scenario", "chain", "-loose", "ragdolls"},
+		{"-role", "front"}, {"-etcd", "http://127.0.0.1:1", "-role", "king"}, {"-etcd", "x", "-etcd-embed", "y"},
+		{"-etcd", "http://127.0.0.1:1", "-lease-ttl", "1s"},
 	}
 	for _, args := range bad {
 		var out, errs bytes.Buffer

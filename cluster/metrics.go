@@ -1,0 +1,75 @@
+package cluster
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// nodeMetrics are a node's Prometheus metrics (NodeConfig.Registry).
+type nodeMetrics struct {
+	held    prometheus.Gauge
+	changes *prometheus.CounterVec
+	gaps    prometheus.Histogram
+}
+
+func newNodeMetrics(reg prometheus.Registerer, role Role) *nodeMetrics {
+	if reg == nil {
+		return nil
+	}
+	m := &nodeMetrics{}
+	switch role {
+	case Authority:
+		m.held = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "islandsync", Subsystem: "cluster",
+			Name: "shards_held", Help: "Shards this authority holds now."})
+		m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "islandsync", Subsystem: "cluster",
+			Name: "shard_changes_total", Help: "Shards this authority gained or lost."}, []string{"change"})
+		reg.MustRegister(m.held, m.changes)
+	case Front:
+		m.gaps = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Subsystem: "cluster",
+			Name: "handoff_gap_seconds", Help: "For each island handed to another holder or epoch: from the old lease's last frame relayed to the new one's first.",
+			Buckets: []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10}})
+		reg.MustRegister(m.gaps)
+	}
+	return m
+}
+
+func (m *nodeMetrics) change(gain bool, held int) {
+	if m == nil || m.held == nil {
+		return
+	}
+	m.held.Set(float64(held))
+	if gain {
+		m.changes.WithLabelValues("gained").Inc()
+	} else {
+		m.changes.WithLabelValues("lost").Inc()
+	}
+}
+
+func (m *nodeMetrics) handOff(_ uint32, gap float64) {
+	if m != nil && m.gaps != nil {
+		m.gaps.Observe(gap)
+	}
+}
+
+// registerRelay exposes a relay's counters, read when scraped.
+func registerRelay(reg prometheus.Registerer, r *Relay) {
+	if reg == nil {
+		return
+	}
+	counter := func(name, help string, v func(RelayStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "islandsync", Subsystem: "cluster", Name: name, Help: help},
+			func() float64 { return float64(v(r.Stats())) })
+	}
+	fenced := func(what string, v func(RelayStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "islandsync", Subsystem: "cluster", Name: "fenced_total",
+			Help: "Leases, island messages and frames from authorities that the fence refused.", ConstLabels: prometheus.Labels{"what": what}},
+			func() float64 { return float64(v(r.Stats())) })
+	}
+	reg.MustRegister(
+		counter("relayed_frames_total", "Frames the front relayed from authorities.", func(s RelayStats) uint64 { return s.Frames }),
+		counter("relayed_control_total", "Control messages the front relayed from authorities.", func(s RelayStats) uint64 { return s.Control }),
+		counter("islands_forgotten_total", "Islands forgotten because their shard moved and nobody restated them.", func(s RelayStats) uint64 { return s.Forgotten }),
+		fenced("lease", func(s RelayStats) uint64 { return s.FencedLeases }),
+		fenced("control", func(s RelayStats) uint64 { return s.FencedControl }),
+		fenced("frame", func(s RelayStats) uint64 { return s.FencedFrames }),
+	)
+}
