@@ -77,11 +77,12 @@ type observer struct {
 	playing   bool // the playout clock left Waiting
 	waiting   bool // the playout clock went back to Waiting
 	waitAt    time.Time
+	addr      string // the front it is connected to
 	cancel    context.CancelFunc
 	done      chan error
 }
 
-func watch(t *testing.T, front *node) *observer {
+func watch(t *testing.T, front *node, fallback ...*node) *observer {
 	t.Helper()
 	o := &observer{newest: map[uint32]uint32{}, firstAt: map[uint32]time.Time{}, lastAt: map[uint32]time.Time{},
 		silences: map[uint32]time.Duration{}, done: make(chan error, 1)}
@@ -90,7 +91,11 @@ func watch(t *testing.T, front *node) *observer {
 		t.Fatal(err)
 	}
 	tlsc.InsecureSkipVerify = true // the test's own front
-	w, err := transport.NewWatcher(transport.WatchConfig{Addr: front.srv.Addr().String(), TLS: tlsc,
+	var others []string
+	for _, f := range fallback {
+		others = append(others, f.srv.Addr().String())
+	}
+	w, err := transport.NewWatcher(transport.WatchConfig{Addr: front.srv.Addr().String(), Fallback: others, TLS: tlsc,
 		Subscribe: codec.Subscribe{All: true}, Reconnect: true, Logger: slog.New(slog.DiscardHandler),
 		Receiver: receiver.Config{OnCommit: func(f *validator.Validated) {
 			k := f.Key()
@@ -121,6 +126,7 @@ func watch(t *testing.T, front *node) *observer {
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			o.ticks++
+			o.addr = tk.Addr
 			o.halves += tk.HalfFrames
 			switch st := tk.Receiver.Clock().State; {
 			case st != store.Waiting:
@@ -270,3 +276,41 @@ func islandGaps(o *observer, shards []uint32, n int, since time.Time) (gaps, sil
 
 // testLogger takes the nodes' logs; a TextHandler on os.Stderr shows them.
 var testLogger = slog.New(slog.DiscardHandler)
+
+// TestFrontLoss: two fronts serve one world; the front an observer is on
+// stops, and the observer moves to the other — a fresh catch-up on the
+// same timeline — without its playout going back to Waiting.
+func TestFrontLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster for several seconds")
+	}
+	scs, err := scenario.Pick("bridge,ragdolls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := world(t)
+	startNode(t, p, "a", Authority, scs)
+	f1 := startNode(t, p, "f1", Front, scs)
+	f2 := startNode(t, p, "f2", Front, scs)
+	obs := watch(t, f1, f2)
+	var islands, before int
+	await(t, "the observer plays every island from f1", func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		islands, before = len(obs.newest), obs.commits
+		return obs.playing && islands == 25 && obs.addr == f1.srv.Addr().String()
+	})
+	if err := f1.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the observer commits a second of frames from f2", func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return obs.addr == f2.srv.Addr().String() && obs.commits > before+20*islands
+	})
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.waiting || obs.halves != 0 || obs.backwards != 0 {
+		t.Fatalf("after the move: went back to Waiting %v, %d half-frames, %d frames of an older epoch", obs.waiting, obs.halves, obs.backwards)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,14 @@ import (
 type WatchConfig struct {
 	// Addr is the server's UDP address. Required.
 	Addr string
+	// Fallback lists other addresses that serve the same world (the
+	// fronts of a cluster, one timeline). With Reconnect, each new
+	// connection after a lost one dials the next address in turn, Addr
+	// first again after the last; and a first connection that fails tries
+	// them all before Run gives up. A server of the same timeline keeps
+	// the playout clock (a reconnect), so moving to another front shows as
+	// a fresh catch-up, not a restart. Each must pass the same TLS check.
+	Fallback []string
 	// TLS is the client TLS configuration (ClientTLS builds one). Required.
 	TLS *tls.Config
 	// Subscribe is the subscription sent on every connection. The zero value
@@ -72,6 +81,8 @@ type Tick struct {
 	// FeedbackSkipped counts, over this connection, feedback the watcher
 	// did not send because the one before it was still being written.
 	FeedbackSkipped uint64
+	// Addr is the server address the watcher is connected to.
+	Addr string
 	// DatagramQueue and ControlQueue are how many datagrams and control
 	// reads wait for the receive loop at this tick (at most 256 and
 	// readBuffers): a watcher that falls behind shows it here first.
@@ -122,6 +133,8 @@ type Watcher struct {
 	log   *slog.Logger
 	start time.Time
 	torn  *tornCounter
+	addrs []string // Addr, then Fallback
+	at    int      // the address the current or next connection dials
 
 	subMu  sync.Mutex
 	sub    codec.Subscribe // what it subscribes to now (SetSubscribe)
@@ -176,7 +189,8 @@ func NewWatcher(cfg WatchConfig) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{cfg: cfg, rx: rx, log: cfg.Logger, start: time.Now(), torn: newTornCounter(), sub: cfg.Subscribe}, nil
+	return &Watcher{cfg: cfg, rx: rx, log: cfg.Logger, start: time.Now(), torn: newTornCounter(), sub: cfg.Subscribe,
+		addrs: append([]string{cfg.Addr}, cfg.Fallback...)}, nil
 }
 
 // Receiver returns the watcher's receive path. Read it only from the
@@ -195,20 +209,24 @@ func (w *Watcher) now() int64 { return time.Since(w.start).Microseconds() }
 func (w *Watcher) Run(ctx context.Context, onTick func(*Tick)) error {
 	connected := false
 	wait := backoff{min: w.cfg.ReconnectMin, max: w.cfg.ReconnectMax}
-	for {
+	for tries := 1; ; tries++ {
 		welcomes := w.welcomes()
 		err := w.session(ctx, onTick, &connected)
 		if ctx.Err() != nil {
 			return nil
 		}
+		addr := w.addrs[w.at]
+		w.at = (w.at + 1) % len(w.addrs) // the next connection tries the next server
 		var ce *CloseError
 		switch {
 		case errors.Is(err, ErrPinMismatch):
-			return fmt.Errorf("%s: %w", w.cfg.Addr, err)
+			return fmt.Errorf("%s: %w", addr, err)
 		case errors.As(err, &ce) && ce.Refused():
 			return err
+		case !connected && tries < len(w.addrs):
+			continue
 		case !connected:
-			return fmt.Errorf("%w to %s: %w", ErrConnect, w.cfg.Addr, err)
+			return fmt.Errorf("%w to %s: %w", ErrConnect, strings.Join(w.addrs, ", "), err)
 		case !w.cfg.Reconnect:
 			return err
 		}
@@ -260,7 +278,7 @@ type inbound struct {
 
 func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bool) (err error) {
 	dctx, cancel := context.WithTimeout(ctx, w.cfg.DialTimeout)
-	conn, err := quic.DialAddr(dctx, w.cfg.Addr, w.cfg.TLS, quicConfig(w.cfg.IdleTimeout))
+	conn, err := quic.DialAddr(dctx, w.addrs[w.at], w.cfg.TLS, quicConfig(w.cfg.IdleTimeout))
 	cancel()
 	if err != nil {
 		return err
@@ -410,6 +428,7 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 			tick.DatagramQueue, tick.ControlQueue = len(dgIn), len(ctlIn)
 			tick.Views = w.rx.Render(tick.Now)
 			st := w.rx.Stats()
+			tick.Addr = w.addrs[w.at]
 			tick.HalfFrames = w.torn.count(tick.Views, st.Timelines+st.Reconnects, w.rx.Manifest)
 			if onTick != nil {
 				onTick(&tick)

@@ -63,6 +63,7 @@ type summary struct {
 	Simulated         uint64  `json:"simulated_views"`
 	SimOverBudget     uint64  `json:"sim_over_budget"`
 	HalfFramesApplied int     `json:"half_frames_applied"`
+	HandOffs          uint64  `json:"hand_offs"` // islands whose authority epoch rose (a hand-off, a failover)
 	Datagrams         uint64  `json:"datagrams"`
 	FreezeS           float64 `json:"freeze_s"`
 	SnapshotAgeP95ms  float64 `json:"snapshot_age_p95_ms"`
@@ -104,7 +105,8 @@ type observed struct {
 	ages, fills             []float64 // snapshot ages and buffer fills, ms, of renders not Waiting
 	staleSum                uint64
 	notUpdated              int
-	datagramQueue, ctlQueue int // the largest seen
+	datagramQueue, ctlQueue int    // the largest seen
+	handOffs                uint64 // islands whose lease epoch rose, counted once a second
 }
 
 // see records one render.
@@ -130,7 +132,7 @@ func summarize(addr string, dur time.Duration, rx *receiver.Receiver, o *observe
 		WaitingS: float64(st.Clock.WaitingTime) / 1e6, StaleIslandSeconds: o.staleSum, IslandsNotUpdated: o.notUpdated,
 		Rejects: map[string]uint64{}, BytesReceived: st.BytesReceived, ExtrapolationS: float64(st.Store.ExtrapolationTime) / 1e6,
 		BufferFillP50ms: quantile.Nearest(o.fills, 50), BufferedFrames: st.Store.BufferedFrames,
-		DatagramQueueMax: o.datagramQueue, ControlQueueMax: o.ctlQueue}
+		DatagramQueueMax: o.datagramQueue, ControlQueueMax: o.ctlQueue, HandOffs: o.handOffs}
 	if len(o.fills) > 0 {
 		s.BufferFillMinMs = slices.Min(o.fills)
 	}
@@ -164,7 +166,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "islandwatch: "+format+"\n", a...)
 		return 2
 	}
-	host, _, err := net.SplitHostPort(*addr)
+	addrs := strings.Split(*addr, ",")
+	host, _, err := net.SplitHostPort(addrs[0])
+	for _, a := range addrs[1:] {
+		if err == nil {
+			_, _, err = net.SplitHostPort(a)
+		}
+	}
 	switch {
 	case fs.NArg() > 0:
 		return fail("unexpected argument %q", fs.Arg(0))
@@ -225,7 +233,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail("-token: %v", err)
 		}
 	}
-	w, err := transport.NewWatcher(transport.WatchConfig{Addr: *addr, TLS: tlsConf, Subscribe: sub,
+	w, err := transport.NewWatcher(transport.WatchConfig{Addr: addrs[0], Fallback: addrs[1:], TLS: tlsConf, Subscribe: sub,
 		Reconnect: *reconnect, DialTimeout: *dialWait, Token: tok, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return fail("%v", err)
@@ -254,6 +262,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		lastSecond int64     = 1_000_000
 		last       receiver.Stats
 		fresh      = freshness{}
+		epochs     = map[uint32]uint32{} // island → lease epoch at the last second
 	)
 	err = w.Run(ctx, func(tk *transport.Tick) {
 		n := len(obs.ages)
@@ -273,13 +282,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		obs.notUpdated = fresh.second(tk.Receiver.Islands())
 		obs.staleSum += uint64(obs.notUpdated)
 		metrics.stats(&st, len(tk.Receiver.Islands()), obs.half)
+		// Authority hand-offs: islands whose lease epoch rose this second.
+		lo, hi, moved := uint32(0), uint32(0), 0
+		for _, id := range tk.Receiver.Islands() {
+			l, ok := tk.Receiver.Lease(id)
+			if !ok {
+				continue
+			}
+			if e, seen := epochs[id]; seen && l.Epoch != e {
+				moved++
+			}
+			epochs[id] = l.Epoch
+			if lo == 0 || l.Epoch < lo {
+				lo = l.Epoch
+			}
+			hi = max(hi, l.Epoch)
+		}
+		if len(epochs) > 4*len(tk.Receiver.Islands())+1024 {
+			clear(epochs) // islands come and go: keep the map to about what is live
+		}
+		obs.handOffs += uint64(moved)
 		if !*jsonOut {
-			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  oldest island +%3.0f ms  rejects %s\n",
+			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  oldest island +%3.0f ms  epochs %d–%d  hand-offs %d  on %s  rejects %s\n",
 				time.Since(start).Seconds(), len(tk.Receiver.Islands()), obs.notUpdated, st.FramesCommitted-last.FramesCommitted,
 				st.Assembler.Count(assembler.Rebuilt)-last.Assembler.Count(assembler.Rebuilt), st.Store.Simulated-last.Store.Simulated, obs.half,
 				float64(st.Clock.WaitingTime-last.Clock.WaitingTime)/1e6,
 				float64(st.Store.FreezeTime+st.Clock.FrozenTime-last.Store.FreezeTime-last.Clock.FrozenTime)/1e6,
-				ageText(ages), float64(oldest)/1000, rejectLine(&st))
+				ageText(ages), float64(oldest)/1000, lo, hi, moved, tk.Addr, rejectLine(&st))
 		}
 		ages = ages[:0]
 		last = st
