@@ -33,7 +33,23 @@
 //   - Drain: Leave deletes the member's registration; Serve then hands
 //     every shard on (Hooks.Lose, then Release) without waiting for a TTL.
 //
-// Usage:
+// # Processes
+//
+// RunAuthority runs an authority: a shard authority (scenario) whose
+// shards follow Serve, served over QUIC to the fronts. RunFront runs a
+// front: it dials every registered authority as an observer (pinning the
+// fingerprint the authority registered beside its address) and serves
+// observers a Relay of what they send. The Relay forwards an island's
+// lease, messages and frames only while the fence (Table.Admit) admits
+// them — a lease heard before the front's watch shows the claim behind it
+// waits for it — and hands out the newest frame of each island once per
+// broadcast period, so an authority's jitter moves frames between periods
+// but never the front's cadence. Both read the World (timeline id and
+// start instant) from etcd, so every front's Welcome names one timeline
+// and authorities on one host share one time base. islandserver -etcd,
+// -etcd-embed and -role run them.
+//
+// # Usage
 //
 //	cli, _ := cluster.Dial([]string{"http://127.0.0.1:2379"})
 //	m, _ := cluster.Join(ctx, cli, cluster.Config{Name: "auth-1", Role: cluster.Authority, TTL: 5 * time.Second})
@@ -43,7 +59,12 @@
 // Embed runs a one-member etcd inside the process, for tests and a
 // one-machine try-out; a real deployment runs etcd on its own.
 //
-// Limits: epochs are etcd revisions and must fit 32 bits (ErrEpochRange);
+// # Limits
+//
+// A new holder starts its shards from the scenario's beginning, not from
+// the newest state the old holder sent. An authority must accept
+// connections (a front dials it); one in a player's client behind NAT has
+// no uplink of its own yet. Epochs are etcd revisions and must fit 32 bits (ErrEpochRange);
 // at most MaxShards shards and MaxMembers members per world; what a Table
 // reads from etcd is checked like any input, and keys or values that break
 // the layout (keys.go) or a limit are ignored and counted. Unlike the

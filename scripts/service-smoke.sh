@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 srv=
-trap 'kill $srv 2>/dev/null || true; rm -rf "$tmp"' EXIT
+pids=()
+trap 'kill $srv "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/islandserver" ./cmd/islandserver
 go build -o "$tmp/islandwatch" ./cmd/islandwatch
 go build -o "$tmp/islandtoken" ./cmd/islandtoken
@@ -64,4 +65,45 @@ tok=$("$tmp/islandtoken" mint -key "$tmp/keys/token.key" -observer 1 -ttl 1m)
 "$tmp/islandwatch" -addr "$addr" -pin "$pin" -token "$tok" -duration 2s -json >"$tmp/summary.json"
 check
 stop
+
+# A cluster as the README runs it: an authority with etcd embedded, a second
+# authority, two fronts, a watcher on both fronts; the second authority
+# drains (SIGINT) and the first front stops, and the watcher goes on.
+member() { # NAME LOG ARGS…: runs one member in the background
+  local log=$2; shift 2
+  "$tmp/islandserver" "$@" >"$log" 2>&1 &
+  pids+=($!)
+}
+wait_for() { # FILE PATTERN
+  for _ in $(seq 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "never: $2 in $1"; cat "$1"; exit 1
+}
+port=$(( 20000 + RANDOM % 20000 ))
+etcd="http://127.0.0.1:$port"
+member one "$tmp/one.log" -etcd-embed "$tmp/world" -etcd-listen "127.0.0.1:$port" -role authority -name one -listen 127.0.0.1:0 -state "$tmp/one"
+wait_for "$tmp/one.log" '^authority one serving'
+member two "$tmp/two.log" -etcd "$etcd" -role authority -name two -listen 127.0.0.1:0 -state "$tmp/two"
+two=$!
+member f1 "$tmp/f1.log" -etcd "$etcd" -role front -name f1 -listen 127.0.0.1:0 -state "$tmp/fronts"
+f1=$!
+wait_for "$tmp/f1.log" '^watch with'
+member f2 "$tmp/f2.log" -etcd "$etcd" -role front -name f2 -listen 127.0.0.1:0 -state "$tmp/fronts"
+wait_for "$tmp/f2.log" '^watch with'
+wait_for "$tmp/two.log" 'shard gained'
+a1=$(awk '/^front f1 serving on/{print $5}' "$tmp/f1.log")
+a2=$(awk '/^front f2 serving on/{print $5}' "$tmp/f2.log")
+cpin=$(awk '/^watch with/{print $NF}' "$tmp/f1.log")
+"$tmp/islandwatch" -addr "$a1,$a2" -pin "$cpin" -duration 8s -json >"$tmp/summary.json" &
+watcher=$!
+sleep 3
+kill -INT "$two"; wait "$two"           # a drain exits 0
+grep -q 'shard lost' "$tmp/two.log" || { echo "two drained nothing"; cat "$tmp/two.log"; exit 1; }
+sleep 2
+kill -INT "$f1"; wait "$f1"
+wait "$watcher"
+check
+grep -Eq '"hand_offs": [1-9]' "$tmp/summary.json" || { echo "no hand-off seen"; exit 1; }
+grep -Eq '"reconnects": [1-9]' "$tmp/summary.json" || { echo "the watcher did not move to f2"; exit 1; }
+for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+wait
 echo "service smoke: ok"
