@@ -450,3 +450,14 @@ func TestTableIgnoresGarbage(t *testing.T) {
 		t.Fatal("a shard with no holder name taken")
 	}
 }
+
+// TestServeWaitsForItsRegistration: a table read before the member joined
+// does not show it yet; Serve must wait for it rather than take the
+// member's absence for a drain.
+func TestServeWaitsForItsRegistration(t *testing.T) {
+	p, cli := world(t)
+	shards := span(3)
+	early := watchTable(t, cli, p)
+	a := serve(t, join(t, cli, p, "a", 0), early, shards)
+	until(t, early, "a holds all", func() bool { return settled(early, shards, a) })
+}

@@ -61,8 +61,11 @@
 //
 // # Limits
 //
-// A new holder starts its shards from the scenario's beginning, not from
-// the newest state the old holder sent. An authority must accept
+// A new holder continues each body of a shard it gains from the newest
+// state it received of it (RunAuthority follows one front as an observer
+// of the whole world, a standby); the scenario's script starts over, and
+// bodies it never heard of start where the scenario puts them. An
+// authority must accept
 // connections (a front dials it); one in a player's client behind NAT has
 // no uplink of its own yet. Epochs are etcd revisions and must fit 32 bits (ErrEpochRange);
 // at most MaxShards shards and MaxMembers members per world; what a Table

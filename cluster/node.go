@@ -17,6 +17,7 @@ import (
 	"github.com/islandsync/islandsync/receiver"
 	"github.com/islandsync/islandsync/scenario"
 	"github.com/islandsync/islandsync/transport"
+	"github.com/islandsync/islandsync/validator"
 )
 
 // NodeConfig sets up one process of a world: an authority (RunAuthority)
@@ -91,10 +92,98 @@ func (c *NodeConfig) shards() []uint32 {
 	return out
 }
 
+// standby keeps the newest state of every member the world's front sends
+// this authority, so that a shard it gains continues from where its
+// previous holder left it rather than from the scenario's beginning.
+type standby struct {
+	mu     sync.Mutex
+	states map[island.MemberID]island.State
+	seen   map[uint32]bool // islands with a frame kept, until ready
+	ready  chan struct{}   // closed once every island the front announced has a frame kept
+}
+
+// maxStandby caps the members a standby keeps; past it, it starts over.
+const maxStandby = 1 << 20
+
+func (s *standby) commit(f *validator.Validated) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.states)+f.Len() > maxStandby {
+		clear(s.states)
+	}
+	for i := range f.Len() {
+		s.states[f.ID(i)] = f.State(i)
+	}
+	if s.seen != nil {
+		s.seen[f.Key().Island] = true
+	}
+}
+
+// tick closes ready once every island the receiver knows has a frame kept.
+func (s *standby) tick(tk *transport.Tick) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		return
+	}
+	ids := tk.Receiver.Islands()
+	if len(ids) == 0 {
+		return
+	}
+	for _, id := range ids {
+		if !s.seen[id] {
+			return
+		}
+	}
+	s.seen = nil
+	close(s.ready)
+}
+
+func (s *standby) last(id island.MemberID) (island.State, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.states[id]
+	return st, ok
+}
+
+// follow keeps the standby fed from one registered front (the first by
+// name), as an observer of the whole world, until ctx ends.
+func (s *standby) follow(ctx context.Context, tb *Table, log *slog.Logger) {
+	for ctx.Err() == nil {
+		changed := tb.Changed()
+		fronts := tb.Members(Front)
+		if len(fronts) == 0 {
+			select {
+			case <-ctx.Done():
+			case <-changed:
+			}
+			continue
+		}
+		v, _ := tb.Addr(Front, fronts[0])
+		addr, pin, ok := parseRegistered(v)
+		tlsc, err := transport.ClientTLS(pin, "", nil)
+		if ok && err == nil {
+			w, err := transport.NewWatcher(transport.WatchConfig{Addr: addr, TLS: tlsc, Subscribe: codec.Subscribe{All: true},
+				RenderRate: 4, Logger: log, Receiver: receiver.Config{OnCommit: s.commit, StraightExtrapolation: true}})
+			if err == nil {
+				err = w.Run(ctx, s.tick)
+			}
+			if ctx.Err() == nil {
+				log.Info("standby: front lost", "front", fronts[0], "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // shardSource is an authority's transport.Source: a shard authority whose
 // shards Serve's hooks change between steps.
 type shardSource struct {
 	auth *scenario.Authority
+	last func(island.MemberID) (island.State, bool) // the standby's
 	mu   sync.Mutex
 	reqs []shardReq
 }
@@ -115,7 +204,7 @@ func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
 	s.mu.Unlock()
 	for _, r := range reqs {
 		if r.gain {
-			_ = s.auth.Gain(int(r.shard), r.epoch)
+			_ = s.auth.Gain(int(r.shard), r.epoch, s.last)
 		} else {
 			s.auth.Lose(int(r.shard))
 		}
@@ -150,7 +239,8 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	if err != nil {
 		return err
 	}
-	src := &shardSource{auth: auth}
+	sb := &standby{states: map[island.MemberID]island.State{}, seen: map[uint32]bool{}, ready: make(chan struct{})}
+	src := &shardSource{auth: auth, last: sb.last}
 	cfg.Server.Timeline = w.Timeline
 	srv, err := transport.Listen(src, cfg.Server)
 	if err != nil {
@@ -162,21 +252,37 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	go func() { srvErr = srv.Run(srvCtx); close(srvStopped) }()
 	defer func() { stopSrv(); <-srvStopped }()
 
+	tb, err := WatchTable(ctx, cfg.Client, cfg.Prefix)
+	if err != nil {
+		return err
+	}
+	defer tb.Close()
+	log := cfg.Logger.With("member", cfg.Name)
+	followCtx, stopFollow := context.WithCancel(context.Background())
+	followed := make(chan struct{})
+	go func() { sb.follow(followCtx, tb, log); close(followed) }()
+	defer func() { stopFollow(); <-followed }()
+	// Take no shard before the standby holds the world as a front shows it
+	// (a front registered), so that what this authority gains continues
+	// from its newest state; a world with no front yet has none to show.
+	if len(tb.Members(Front)) > 0 {
+		select {
+		case <-sb.ready:
+		case <-time.After(max(cfg.TTL, DefaultTTL)):
+			log.Warn("standby not caught up; joining without it")
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Authority, TTL: cfg.TTL,
 		Addr: registered(srv.Addr().String(), cfg.Fingerprint)})
 	if err != nil {
 		return err
 	}
 	defer m.Close(context.WithoutCancel(ctx)) // after Abandon: etcd answers that the lease is gone, or revokes it
-	tb, err := WatchTable(ctx, cfg.Client, cfg.Prefix)
-	if err != nil {
-		return err
-	}
-	defer tb.Close()
 	if cfg.Ready != nil {
 		cfg.Ready(srv)
 	}
-	log := cfg.Logger.With("member", cfg.Name)
 	met := newNodeMetrics(cfg.Registry, Authority)
 	held := 0
 	change := func(shard, epoch uint32, gain bool) {

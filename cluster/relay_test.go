@@ -78,8 +78,8 @@ func TestRelayFailover(t *testing.T) {
 	const timeline = 0x5eed
 	fn := fence{} // the front's view of etcd lags: a's claims are not in it yet
 	a, _ := scenario.NewShardAuthority(scs, 20, 0)
-	_ = a.Gain(0, 100)
-	_ = a.Gain(1, 100)
+	_ = a.Gain(0, 100, nil)
+	_ = a.Gain(1, 100, nil)
 	relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(id uint32) uint32 { return uint32(scenario.ShardOf(id, len(scs))) }, Fence: fn})
 	if err != nil {
 		t.Fatal(err)
@@ -139,8 +139,8 @@ func TestRelayFailover(t *testing.T) {
 	// on the world's clock where a stopped.
 	fn[0], fn[1] = Holding{Holder: "b", Epoch: 200}, Holding{Holder: "b", Epoch: 200}
 	b, _ = scenario.NewShardAuthority(scs, 20, a.Time())
-	_ = b.Gain(0, 200)
-	_ = b.Gain(1, 200)
+	_ = b.Gain(0, 200, nil)
+	_ = b.Gain(1, 200, nil)
 	upB = newLink(t, 2, b.Period(), relay.Upstream("b").Hooks(receiver.Config{}))
 	run(15, true, true) // a, partitioned, goes on sending for half a second
 	// and its connection to the front starts again: its catch-up restates

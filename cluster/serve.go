@@ -58,6 +58,7 @@ var ErrDrained = errors.New("cluster: member drained")
 // it returns. shards lists the world's shards.
 func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) error {
 	held := map[uint32]uint32{} // shard → epoch
+	seen := false               // the table has shown this member's registration
 	lose := func(s uint32) {
 		if h.Lose != nil {
 			h.Lose(s, held[s])
@@ -78,7 +79,14 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 		default:
 		}
 		auths := t.Members(Authority)
-		left := !slices.Contains(auths, m.cfg.Name)
+		in := slices.Contains(auths, m.cfg.Name)
+		seen = seen || in
+		// Until the table shows the member registered, it takes nothing;
+		// once it did, its registration gone means it left.
+		left := !in
+		if !seen {
+			auths = nil
+		}
 		for _, s := range shards {
 			cur, taken := t.Shard(s)
 			ep, mine := held[s]
@@ -118,7 +126,7 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 				}
 			}
 		}
-		if left && len(held) == 0 {
+		if seen && left && len(held) == 0 {
 			return ErrDrained
 		}
 		var again <-chan time.Time

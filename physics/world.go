@@ -534,3 +534,27 @@ func anchor(id island.MemberID, local cp.Vector, pose PoseSource) (cp.Vector, bo
 	s, c := math.Sincos(a)
 	return cp.Vector{X: x + c*local.X - s*local.Y, Y: y + s*local.X + c*local.Y}, true
 }
+
+// Restore sets the pose and velocity of every body whose id last holds —
+// a world taking over islands another authority stepped continues them
+// from the newest state that authority sent — and wakes it. Bodies last
+// does not name keep theirs. It returns how many bodies it set.
+func (w *World) Restore(last func(id island.MemberID) (island.State, bool)) int {
+	n := 0
+	for _, b := range w.bodies {
+		s, ok := last(b.ID)
+		if !ok || !s.Finite() {
+			continue
+		}
+		b.B.SetPosition(cp.Vector{X: s.X, Y: s.Y})
+		b.B.SetAngle(s.Angle)
+		b.B.SetVelocity(s.VX, s.VY)
+		b.B.SetAngularVelocity(s.AngVel)
+		b.B.Activate()
+		n++
+	}
+	if n > 0 {
+		w.dirty = true
+	}
+	return n
+}

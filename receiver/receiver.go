@@ -49,7 +49,8 @@ type Config struct {
 	// it: one whole message, envelope included, valid during the call only.
 	// Nil: no call.
 	OnControl func(raw []byte)
-	// OnCommit, if set, is called with every frame the store committed,
+	// OnCommit, if set, is called with every frame the store committed —
+	// a Spawn's first frame too —
 	// whole and validated, after the commit. The frame is valid during the
 	// call only. Nil: no call.
 	OnCommit func(f *validator.Validated)
@@ -440,7 +441,9 @@ func (r *Receiver) spawn(now int64, m *codec.Spawn) error {
 	if reason != validator.OK {
 		return errors.New(reason.String())
 	}
-	r.st.Commit(now, vf)
+	if r.st.Commit(now, vf) == store.Committed && r.cfg.OnCommit != nil {
+		r.cfg.OnCommit(vf)
+	}
 	return nil
 }
 

@@ -140,9 +140,11 @@ func NewShardAuthority(scs []Scenario, sendHz int, now island.Time) (*Authority,
 
 // Gain builds scenario k's world now, its islands at epoch, and queues
 // its catch-up (Announce of its bodies, then each island's Lease,
-// Manifest, Physics and Spawn) for the next Step. A scenario already
-// stepped is left alone.
-func (a *Authority) Gain(k int, epoch uint32) error {
+// Manifest, Physics and Spawn) for the next Step. With last, every body
+// it names continues from that state (physics.World.Restore): the newest
+// state the world's previous authority sent. A scenario already stepped
+// is left alone.
+func (a *Authority) Gain(k int, epoch uint32, last func(island.MemberID) (island.State, bool)) error {
 	if k < 0 || k >= len(a.scenarios) {
 		return fmt.Errorf("scenario: shard %d outside [0, %d)", k, len(a.scenarios))
 	}
@@ -151,7 +153,11 @@ func (a *Authority) Gain(k int, epoch uint32) error {
 			return nil
 		}
 	}
-	a.announce(a.buildStage(k, epoch, nil))
+	ids := a.buildStage(k, epoch, nil)
+	if last != nil {
+		a.stages[len(a.stages)-1].w.Restore(last)
+	}
+	a.announce(ids)
 	return nil
 }
 
