@@ -40,6 +40,9 @@ type NodeConfig struct {
 	// authority's fronts connect to it, a front's observers do. Its
 	// Timeline is the world's; its StepRate scenario.StepHz.
 	Server transport.ServerConfig
+	// Advertise is the address registered for others to dial. Empty means
+	// the server's own (Server.Listen as bound).
+	Advertise string
 	// Fingerprint is the SHA-256 of the server certificate, hex: it is
 	// registered beside the address, and whoever dials the node pins it.
 	// Required.
@@ -72,6 +75,13 @@ func (c *NodeConfig) defaults() error {
 	c.Server.StepRate = scenario.StepHz
 	c.Server.Logger = c.Logger
 	return nil
+}
+
+func (c *NodeConfig) advertise(srv *transport.Server) string {
+	if c.Advertise != "" {
+		return c.Advertise
+	}
+	return srv.Addr().String()
 }
 
 // registered is the value a node registers: its address and certificate
@@ -275,7 +285,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 		}
 	}
 	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Authority, TTL: cfg.TTL,
-		Addr: registered(srv.Addr().String(), cfg.Fingerprint)})
+		Addr: registered(cfg.advertise(srv), cfg.Fingerprint)})
 	if err != nil {
 		return err
 	}
@@ -373,7 +383,7 @@ func RunFront(ctx context.Context, cfg NodeConfig) error {
 		return err
 	}
 	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Front, TTL: cfg.TTL,
-		Addr: registered(srv.Addr().String(), cfg.Fingerprint)})
+		Addr: registered(cfg.advertise(srv), cfg.Fingerprint)})
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/islandsync/islandsync/internal/quantile"
+	"github.com/islandsync/islandsync/netsim"
 
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
@@ -28,7 +32,7 @@ type node struct {
 	done   chan error
 }
 
-func startNode(t *testing.T, prefix, name string, role Role, scs []scenario.Scenario) *node {
+func startNode(t *testing.T, prefix, name string, role Role, scs []scenario.Scenario, opts ...func(*NodeConfig)) *node {
 	t.Helper()
 	cert, fp, err := transport.SelfSigned()
 	if err != nil {
@@ -40,6 +44,9 @@ func startNode(t *testing.T, prefix, name string, role Role, scs []scenario.Scen
 	cfg := NodeConfig{Client: client(t), Prefix: prefix, Name: name, TTL: 2 * time.Second, Scenarios: scs,
 		Server:      transport.ServerConfig{Listen: "127.0.0.1:0", TLS: transport.ServerTLS(cert)},
 		Fingerprint: fp, Logger: testLogger, Registry: reg, Ready: func(s *transport.Server) { ready <- s }}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	n := &node{name: name, cancel: cancel, done: make(chan error, 1)}
 	go func() {
@@ -85,7 +92,9 @@ type observer struct {
 	playing   bool // the playout clock left Waiting
 	waiting   bool // the playout clock went back to Waiting
 	waitAt    time.Time
-	addr      string // the front it is connected to
+	addr      string    // the front it is connected to
+	measure   bool      // record snapshot ages
+	ages      []float64 // snapshot ages, ms, of renders not Waiting
 	cancel    context.CancelFunc
 	done      chan error
 }
@@ -150,6 +159,9 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 			defer o.mu.Unlock()
 			o.ticks++
 			o.addr = tk.Addr
+			if c := tk.Receiver.Clock(); c.State != store.Waiting && o.measure {
+				o.ages = append(o.ages, float64(c.SnapshotAge)/1000)
+			}
 			o.halves += tk.HalfFrames
 			switch st := tk.Receiver.Clock().State; {
 			case st != store.Waiting:
@@ -356,5 +368,73 @@ func TestFrontLoss(t *testing.T) {
 	defer obs.mu.Unlock()
 	if obs.waiting || obs.halves != 0 || obs.backwards != 0 {
 		t.Fatalf("after the move: went back to Waiting %v, %d half-frames, %d frames of an older epoch", obs.waiting, obs.halves, obs.backwards)
+	}
+}
+
+// TestUplinkJitter: an authority whose link to the front has 0–100 ms of
+// jitter (and reorders) against one on a clean link: the front
+// re-broadcasts at its own cadence, and the observers' snapshot age p95 is
+// compared.
+func TestUplinkJitter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two clusters for several seconds")
+	}
+	scs, err := scenario.Pick("ragdolls,bridge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p95 := func(jitter int64) float64 {
+		p, _ := world(t)
+		var opts []func(*NodeConfig)
+		if jitter > 0 {
+			// The authority listens on a port of its own and registers a
+			// relay in front of it.
+			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := pc.LocalAddr().String()
+			pc.Close()
+			relay, err := netsim.NewRelay("127.0.0.1:0", at, netsim.Config{}, netsim.Config{Jitter: jitter}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if _, down := relay.Stats(); down.Delivered == 0 {
+					t.Error("nothing crossed the jittered uplink")
+				}
+				relay.Close()
+			})
+			opts = append(opts, func(c *NodeConfig) { c.Server.Listen, c.Advertise = at, relay.Addr().String() })
+		}
+		a := startNode(t, p, "a", Authority, scs, opts...)
+		f := startNode(t, p, "f", Front, scs)
+		obs := watch(t, f)
+		await(t, "the observer plays", func() bool {
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			return obs.playing && len(obs.newest) == 25
+		})
+		obs.mu.Lock()
+		obs.measure = true
+		obs.mu.Unlock()
+		await(t, "three seconds of renders", func() bool {
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			return len(obs.ages) >= 180
+		})
+		obs.mu.Lock()
+		v := quantile.Nearest(obs.ages, 95)
+		obs.mu.Unlock()
+		obs.cancel()
+		f.stop(nil)
+		a.stop(nil)
+		return v
+	}
+	clean := p95(0)
+	jittered := p95(100_000)
+	t.Logf("snapshot age p95: clean uplink %.0f ms, 0–100 ms jitter %.0f ms (broadcast period 50 ms)", clean, jittered)
+	if jittered > clean+200 {
+		t.Errorf("jitter on the uplink raised the observers' snapshot age p95 by %.0f ms", jittered-clean)
 	}
 }

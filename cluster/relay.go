@@ -47,6 +47,7 @@ type RelayStats struct {
 	Control       uint64 // control messages forwarded
 	Frames        uint64 // frames handed out
 	Superseded    uint64 // frames replaced by a newer one before they were handed out
+	Late          uint64 // frames older than one of the same lease already held or handed out
 	FencedLeases  uint64 // leases refused: not from the shard's holder, or below its epoch, for ForgetAfter Steps
 	FencedControl uint64 // island messages refused: their island is not leased from that upstream
 	FencedFrames  uint64 // frames refused: not under the forwarded lease, or no longer admitted
@@ -286,6 +287,12 @@ func (u *Upstream) Commit(f *validator.Validated) {
 	o := r.islands[k.Island]
 	if o == nil || o.holder != u.holder || o.epoch != k.Epoch {
 		r.stats.FencedFrames++
+		return
+	}
+	if o.has && f.Time() <= o.frame.Time {
+		// Reordered on the uplink: a newer frame of this lease is held or
+		// was handed out already.
+		r.stats.Late++
 		return
 	}
 	if o.fresh {
