@@ -104,5 +104,9 @@
 // again after a lost connection and gets a fresh catch-up; a restarted
 // server has a new timeline, and every stage of the receiver starts over on
 // it (receiver.Receiver resets them all on a Welcome) while the playout
-// clock waits for it and resumes on it.
+// clock waits for it and resumes on it. With WatchConfig.Fallback it dials
+// the next of several servers of one world (a cluster's fronts, package
+// cluster) in turn: they share the world's timeline, so the move is a
+// reconnect and the playout clock carries on; Tick.Addr says which server
+// it is on.
 package transport
