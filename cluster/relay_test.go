@@ -22,7 +22,7 @@ func (f fence) Admit(shard uint32, holder string, epoch uint32) bool {
 // link is one in-process connection: a broadcaster to one receiver, no
 // loss, feedback at every step.
 type link struct {
-	t   *testing.T
+	t   testing.TB
 	bc  *broadcast.Broadcaster
 	rx  *receiver.Receiver
 	ctl []byte
@@ -30,7 +30,7 @@ type link struct {
 	dgs []broadcast.Datagram
 }
 
-func newLink(t *testing.T, timeline uint64, period int64, rcfg receiver.Config) *link {
+func newLink(t testing.TB, timeline uint64, period int64, rcfg receiver.Config) *link {
 	bc, err := broadcast.New(broadcast.Config{Timeline: timeline, SendPeriod: period})
 	if err != nil {
 		t.Fatal(err)
