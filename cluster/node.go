@@ -394,12 +394,22 @@ func RunFront(ctx context.Context, cfg NodeConfig) error {
 	upCtx, stopUp := context.WithCancel(ctx)
 	defer stopUp()
 	go uplinks(upCtx, tb, relay, cfg.Logger.With("member", cfg.Name))
-	select {
-	case <-m.Fenced():
+	// A front that lost its lease may also have lost its view of the
+	// world's leases: it stops serving rather than relay on a stale fence.
+	srvCtx, stopSrv := context.WithCancel(ctx)
+	defer stopSrv()
+	go func() {
+		select {
+		case <-m.Fenced():
+			stopSrv()
+		case <-srvCtx.Done():
+		}
+	}()
+	err = srv.Run(srvCtx)
+	if m.Err() != nil && ctx.Err() == nil {
 		return fmt.Errorf("cluster: front %s: %w", cfg.Name, m.Err())
-	default:
 	}
-	return srv.Run(ctx)
+	return err
 }
 
 // uplinks keeps one connection to every registered authority, as the

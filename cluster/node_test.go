@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/islandsync/islandsync/internal/quantile"
 	"github.com/islandsync/islandsync/netsim"
@@ -437,4 +438,28 @@ func TestUplinkJitter(t *testing.T) {
 	clean := p95(0)
 	jittered := p95(100_000)
 	t.Logf("snapshot age p95: clean uplink %.0f ms, 0–100 ms jitter %.0f ms (broadcast period 50 ms)", clean, jittered)
+}
+
+// TestFrontFenced: a front whose lease etcd let go stops serving (and
+// returns why) rather than relay on a view of the world it may have lost.
+func TestFrontFenced(t *testing.T) {
+	scs, err := scenario.Pick("bridge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cli := world(t)
+	f := startNode(t, p, "f", Front, scs)
+	r, err := cli.Get(context.Background(), memberKey(p, Front, "f"))
+	if err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("the front's registration: %v, %v", r, err)
+	}
+	if _, err := cli.Revoke(context.Background(), clientv3.LeaseID(r.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	err = <-f.done
+	f.done = nil
+	if err == nil {
+		t.Fatal("a fenced front went on serving")
+	}
+	t.Log(err)
 }

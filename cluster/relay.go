@@ -52,7 +52,7 @@ type RelayStats struct {
 	FencedControl uint64 // island messages refused: their island is not leased from that upstream
 	FencedFrames  uint64 // frames refused: not under the forwarded lease, or no longer admitted
 	Forgotten     uint64 // islands forgotten because their shard moved and nobody restated them
-	Refused       uint64 // control bytes that did not parse, or past MaxIslands
+	Refused       uint64 // control messages that did not parse, past MaxIslands, or past the bytes waiting for a Step
 }
 
 // owned is what the relay forwards for one island: whose lease, and its
@@ -90,8 +90,12 @@ type parked struct {
 	age   int // Steps parked
 }
 
-// maxParkedBytes caps the bytes of messages parked behind one lease.
-const maxParkedBytes = 4 << 20
+// maxParkedBytes caps the bytes of messages parked behind one lease, and
+// maxPendingBytes those waiting for the next Step.
+const (
+	maxParkedBytes  = 4 << 20
+	maxPendingBytes = 64 << 20
+)
 
 // A Relay is a front's source: it takes the control streams and committed
 // frames of every upstream authority (each through its own receiver,
@@ -106,12 +110,13 @@ type Relay struct {
 	cfg   RelayConfig
 	every int64 // Steps per broadcast
 
-	mu      sync.Mutex
-	steps   int64
-	pending [][]byte // control messages to forward, in arrival order
-	islands map[uint32]*owned
-	parked  map[parkKey]*parked
-	stats   RelayStats
+	mu           sync.Mutex
+	steps        int64
+	pending      [][]byte // control messages to forward, in arrival order
+	pendingBytes int
+	islands      map[uint32]*owned
+	parked       map[parkKey]*parked
+	stats        RelayStats
 
 	// Step's output, valid until the next Step.
 	msgs   []codec.Message
@@ -261,6 +266,7 @@ func (r *Relay) unpark() {
 			if r.lease(k.holder, p.lease, p.raw[0]) {
 				for _, raw := range p.raw[1:] {
 					r.pending = append(r.pending, raw)
+					r.pendingBytes += len(raw)
 					r.stats.Control++
 				}
 			}
@@ -274,7 +280,14 @@ func (r *Relay) unpark() {
 }
 
 func (r *Relay) forward(raw []byte) {
+	if r.pendingBytes+len(raw) > maxPendingBytes {
+		// Nobody steps the relay, or an authority floods it: refuse (and
+		// count) rather than grow without bound.
+		r.stats.Refused++
+		return
+	}
 	r.pending = append(r.pending, slices.Clone(raw))
+	r.pendingBytes += len(raw)
 	r.stats.Control++
 }
 
@@ -324,7 +337,7 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 		}
 	}
 	clear(r.pending)
-	r.pending = r.pending[:0]
+	r.pending, r.pendingBytes = r.pending[:0], 0
 	r.out = r.out[:0]
 	if r.steps%r.every != 0 {
 		return r.msgs, r.out
