@@ -1,9 +1,11 @@
 package scenario
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
 )
 
 // TestAuthorityRestart: the first step announces every body and states
@@ -108,5 +110,53 @@ func TestPhysicsFollowsManifest(t *testing.T) {
 	}
 	if seen < len(All) || joints == 0 || ground == 0 {
 		t.Fatalf("%d physics messages, %d joints, %d ground segments", seen, joints, ground)
+	}
+}
+
+// TestShardAuthority: a shard authority steps only the scenarios it
+// gained, at the epoch it gained them, from the states it was given; ShardOf
+// maps their islands back to them.
+func TestShardAuthority(t *testing.T) {
+	scs, err := Pick("bridge,ragdolls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewShardAuthority(scs, 20, 5_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, frames := a.Step(); len(msgs) != 0 || len(frames) != 0 {
+		t.Fatalf("an authority holding nothing sent %d messages and %d frames", len(msgs), len(frames))
+	}
+	moved := func(id island.MemberID) (island.State, bool) {
+		return island.State{X: float64(id.Stable), Y: 42}, true
+	}
+	if err := a.Gain(1, 77, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Gain(2, 1, nil); err == nil {
+		t.Fatal("a shard past the scenarios gained")
+	}
+	msgs, _ := a.Step()
+	spawns := 0
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case codec.Lease:
+			if m.Epoch != 77 || ShardOf(m.Island, 2) != 1 {
+				t.Fatalf("lease %+v: want epoch 77 in shard 1", m)
+			}
+		case codec.Spawn:
+			spawns++
+			if m.Time < 5_000_000 || m.Members[0].State.Y != 42 {
+				t.Fatalf("spawn at %d with %+v: want the world's time and the given state", m.Time, m.Members[0].State)
+			}
+		}
+	}
+	if spawns == 0 || !slices.Equal(a.Shards(), []int{1}) {
+		t.Fatalf("%d spawns; shards %v", spawns, a.Shards())
+	}
+	a.Lose(1)
+	if _, frames := a.Step(); len(frames) != 0 || len(a.Shards()) != 0 {
+		t.Fatal("a lost shard still steps")
 	}
 }
