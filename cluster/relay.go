@@ -114,6 +114,7 @@ type Relay struct {
 	steps        int64
 	pending      [][]byte // control messages to forward, in arrival order
 	pendingBytes int
+	firstDue     bool // an island's first frame under its lease waits
 	islands      map[uint32]*owned
 	parked       map[parkKey]*parked
 	stats        RelayStats
@@ -317,11 +318,15 @@ func (u *Upstream) Commit(f *validator.Validated) {
 	}
 	o.frame = island.Frame{Sender: o.owner, Key: k, Time: f.Time(), Segment: f.Segment(), Flags: f.Flags(), Members: o.members}
 	o.has, o.fresh = true, true
+	if o.lastOut == 0 {
+		r.firstDue = true
+	}
 }
 
 // Step hands out the control messages forwarded since the last Step, in
 // order, and — once per broadcast period — the newest frame of every
-// island that has a new one and is still admitted. An island whose shard
+// island that has a new one and is still admitted; an island's first frame
+// under a new lease goes at the first Step after it arrived. An island whose shard
 // another member holds now, and that its new holder did not restate
 // within ForgetAfter Steps, is forgotten. Both results stay valid until
 // the next Step.
@@ -339,9 +344,14 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	clear(r.pending)
 	r.pending, r.pendingBytes = r.pending[:0], 0
 	r.out = r.out[:0]
-	if r.steps%r.every != 0 {
+	// Off the cadence only an island's first frame under a new lease goes
+	// (a hand-off shows as soon as the new holder's first frame is here);
+	// every other frame waits for the next broadcast.
+	onCadence := r.steps%r.every == 0
+	if !onCadence && !r.firstDue {
 		return r.msgs, r.out
 	}
+	r.firstDue = false
 	r.order = r.order[:0]
 	for id := range r.islands {
 		r.order = append(r.order, id)
@@ -350,6 +360,9 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	r.frames = slices.Grow(r.frames[:0], len(r.order))[:0]
 	for _, id := range r.order {
 		o := r.islands[id]
+		if !onCadence && !(o.fresh && o.lastOut == 0) {
+			continue
+		}
 		if !r.cfg.Fence.Admit(o.shard, o.holder, o.epoch) {
 			o.orphan += int(r.every)
 			if o.fresh {
