@@ -297,17 +297,25 @@ func TestRebalanceOnJoin(t *testing.T) {
 	}
 }
 
+// twoHolders runs authorities a and b, each with its own client and
+// table, on eight shards with the given TTL, until they share them; tb is
+// the test's own view.
+func twoHolders(t *testing.T, ttl time.Duration) (tb *Table, a, b *holder, shards []uint32) {
+	p, cli := world(t)
+	shards = span(8)
+	tb = watchTable(t, cli, p)
+	a = serve(t, join(t, client(t), p, "a", ttl), watchTable(t, cli, p), shards)
+	b = serve(t, join(t, client(t), p, "b", ttl), watchTable(t, cli, p), shards)
+	until(t, tb, "a and b share", func() bool { return settled(tb, shards, a, b) })
+	return tb, a, b, shards
+}
+
 // TestCrashFailover: an authority stops without a goodbye; etcd lets its
 // lease go after the TTL and the other takes every shard under a higher
 // epoch, which fronts admit while refusing the old one.
 func TestCrashFailover(t *testing.T) {
-	p, cli := world(t)
-	shards := span(8)
-	tb := watchTable(t, cli, p)
-	ma := join(t, client(t), p, "a", 2*time.Second)
-	a := serve(t, ma, watchTable(t, cli, p), shards)
-	b := serve(t, join(t, client(t), p, "b", 2*time.Second), watchTable(t, cli, p), shards)
-	until(t, tb, "a and b share", func() bool { return settled(tb, shards, a, b) })
+	tb, a, b, shards := twoHolders(t, 2*time.Second)
+	ma := a.m
 	old := a.holding()
 	if len(old) == 0 {
 		t.Fatal("a holds nothing to lose")
@@ -401,13 +409,9 @@ func TestSelfFenceWithoutEtcd(t *testing.T) {
 // TestDrain: an authority leaves; its shards move to the other at once,
 // while its own lease is still alive — no waiting for a TTL.
 func TestDrain(t *testing.T) {
-	p, cli := world(t)
-	shards := span(8)
-	tb := watchTable(t, cli, p)
-	ma := join(t, client(t), p, "a", 10*time.Second)
-	a := serve(t, ma, watchTable(t, cli, p), shards)
-	b := serve(t, join(t, client(t), p, "b", 10*time.Second), watchTable(t, cli, p), shards)
-	until(t, tb, "a and b share", func() bool { return settled(tb, shards, a, b) })
+	tb, a, b, shards := twoHolders(t, 10*time.Second)
+	ma := a.m
+	cli := client(t)
 	if err := ma.Leave(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -219,15 +219,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				IdleTimeout: *idle, Metrics: transport.NewMetrics(reg), Parity: parityOf(*parity),
 				SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys,
 				ObserverKbps: *budget, ServerKbps: *total, FixedRate: *fixed}}
-		if *metrics != "" {
-			at, closeMetrics, err := transport.ServeMetrics(*metrics, reg)
-			if err != nil {
-				fmt.Fprintln(stderr, "islandserver: metrics:", err)
-				return 1
-			}
-			defer closeMetrics()
-			fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", at)
+		closeMetrics, ok := serveMetrics(*metrics, reg, stdout, stderr)
+		if !ok {
+			return 1
 		}
+		defer closeMetrics()
 		return runCluster(ctx, *roleName, *authAt, nc, stdout, stderr)
 	}
 
@@ -255,21 +251,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "observers need a connect token signed by one of %d keys in %s\n", len(tokenKeys), *tokenKey)
 	}
 
-	if *metrics != "" {
-		at, closeMetrics, err := transport.ServeMetrics(*metrics, reg)
-		if err != nil {
-			fmt.Fprintln(stderr, "islandserver: metrics:", err)
-			return 1
-		}
-		defer closeMetrics()
-		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", at)
+	closeMetrics, ok := serveMetrics(*metrics, reg, stdout, stderr)
+	if !ok {
+		return 1
 	}
+	defer closeMetrics()
 	log.Info("serving", "scenarios", len(scs), "hz", *hz, "timeline", srv.Timeline())
 	if err := srv.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "islandserver:", err)
 		return 1
 	}
 	return 0
+}
+
+// serveMetrics serves reg's metrics at addr when addr is set, and says
+// where; ok is false (the error printed) when it cannot listen.
+func serveMetrics(addr string, reg *prometheus.Registry, stdout, stderr io.Writer) (closeFn func(), ok bool) {
+	if addr == "" {
+		return func() {}, true
+	}
+	at, closeMetrics, err := transport.ServeMetrics(addr, reg)
+	if err != nil {
+		fmt.Fprintln(stderr, "islandserver: metrics:", err)
+		return nil, false
+	}
+	fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", at)
+	return func() { _ = closeMetrics() }, true
 }
 
 // parityOf turns -parity into broadcast.Config.Parity, where 0 is the
