@@ -14,7 +14,7 @@ import (
 // BenchmarkFrontFanOut measures a front's own work per broadcast — the
 // relay's Step, its broadcaster's encoding for every observer, and reading
 // each observer's feedback — with 1, 8 and 64 observers, on the chain,
-// the bridge and the ragdolls (27 islands, 424 bodies, most moving) fed by
+// the bridge and the ragdolls (27 islands, 424 bodies) fed by
 // one authority in process. The authority, the uplink and the observers'
 // receive paths are outside the timer. It reports ns per broadcast and
 // per observer-broadcast.

@@ -85,7 +85,7 @@ type parkKey struct {
 // lost, since the authority will not say it again.
 type parked struct {
 	lease codec.Lease
-	raw   [][]byte // the lease, then the island's messages
+	msgs  []codec.Message // the island's messages after the lease, in order
 	bytes int
 	age   int // Steps parked
 }
@@ -112,7 +112,7 @@ type Relay struct {
 
 	mu           sync.Mutex
 	steps        int64
-	pending      [][]byte // control messages to forward, in arrival order
+	pending      []codec.Message // control messages to forward, in arrival order
 	pendingBytes int
 	firstDue     bool // an island's first frame under its lease waits
 	islands      map[uint32]*owned
@@ -176,7 +176,9 @@ func (u *Upstream) Hooks(cfg receiver.Config) receiver.Config {
 // Control takes one control message the upstream's receiver applied.
 func (u *Upstream) Control(raw []byte) {
 	r := u.r
-	m, _, err := codec.ParseControl(raw, &r.cfg.Control)
+	// Parsed once, from a copy the relay owns: the message may point into
+	// it, and it is kept until a Step hands it out.
+	m, _, err := codec.ParseControl(slices.Clone(raw), &r.cfg.Control)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -195,10 +197,10 @@ func (u *Upstream) Control(raw []byte) {
 				r.stats.FencedLeases++
 				return
 			}
-			r.parked[key] = &parked{lease: m, raw: [][]byte{slices.Clone(raw)}, bytes: len(raw)}
+			r.parked[key] = &parked{lease: m, bytes: len(raw)}
 			return
 		}
-		r.lease(u.holder, m, raw)
+		r.lease(u.holder, m)
 		return
 	case codec.Manifest:
 		id = m.Island
@@ -211,7 +213,7 @@ func (u *Upstream) Control(raw []byte) {
 	case codec.Forget:
 		id = m.Island
 	default: // identities, and what concerns no one island
-		r.forward(raw)
+		r.forward(m)
 		return
 	}
 	if p := r.parked[parkKey{u.holder, id}]; p != nil {
@@ -220,7 +222,7 @@ func (u *Upstream) Control(raw []byte) {
 			r.stats.FencedLeases++
 			return
 		}
-		p.raw = append(p.raw, slices.Clone(raw))
+		p.msgs = append(p.msgs, m)
 		p.bytes += len(raw)
 		return
 	}
@@ -232,11 +234,11 @@ func (u *Upstream) Control(raw []byte) {
 	if _, ok := m.(codec.Forget); ok {
 		delete(r.islands, id)
 	}
-	r.forward(raw)
+	r.forward(m)
 }
 
 // lease takes an admitted lease of holder's and forwards it; mu held.
-func (r *Relay) lease(holder string, m codec.Lease, raw []byte) bool {
+func (r *Relay) lease(holder string, m codec.Lease) bool {
 	o := r.islands[m.Island]
 	if o == nil {
 		if len(r.islands) >= r.cfg.MaxIslands {
@@ -253,7 +255,7 @@ func (r *Relay) lease(holder string, m codec.Lease, raw []byte) bool {
 		}
 	}
 	o.holder, o.epoch, o.owner, o.shard, o.orphan = holder, m.Epoch, m.Owner, r.cfg.ShardOf(m.Island), 0
-	r.forward(raw)
+	r.forward(m)
 	return true
 }
 
@@ -264,11 +266,9 @@ func (r *Relay) unpark() {
 		switch {
 		case r.cfg.Fence.Admit(r.cfg.ShardOf(k.island), k.holder, p.lease.Epoch):
 			delete(r.parked, k)
-			if r.lease(k.holder, p.lease, p.raw[0]) {
-				for _, raw := range p.raw[1:] {
-					r.pending = append(r.pending, raw)
-					r.pendingBytes += len(raw)
-					r.stats.Control++
+			if r.lease(k.holder, p.lease) {
+				for _, m := range p.msgs {
+					r.forward(m)
 				}
 			}
 		case p.age >= r.cfg.ForgetAfter:
@@ -280,15 +280,16 @@ func (r *Relay) unpark() {
 	}
 }
 
-func (r *Relay) forward(raw []byte) {
-	if r.pendingBytes+len(raw) > maxPendingBytes {
+// forward queues m for the next Step; mu held.
+func (r *Relay) forward(m codec.Message) {
+	if r.pendingBytes+m.Size() > maxPendingBytes {
 		// Nobody steps the relay, or an authority floods it: refuse (and
 		// count) rather than grow without bound.
 		r.stats.Refused++
 		return
 	}
-	r.pending = append(r.pending, slices.Clone(raw))
-	r.pendingBytes += len(raw)
+	r.pending = append(r.pending, m)
+	r.pendingBytes += m.Size()
 	r.stats.Control++
 }
 
@@ -335,12 +336,7 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	defer r.mu.Unlock()
 	r.steps++
 	r.unpark()
-	r.msgs = r.msgs[:0]
-	for _, raw := range r.pending {
-		if m, _, err := codec.ParseControl(raw, &r.cfg.Control); err == nil {
-			r.msgs = append(r.msgs, m)
-		}
-	}
+	r.msgs = append(r.msgs[:0], r.pending...)
 	clear(r.pending)
 	r.pending, r.pendingBytes = r.pending[:0], 0
 	r.out = r.out[:0]
