@@ -49,6 +49,16 @@
 // and authorities on one host share one time base. islandserver -etcd,
 // -etcd-embed and -role run them.
 //
+// An authority that cannot accept connections — a player's client, a
+// worker behind NAT — runs with NodeConfig.Dial: it registers "-" as its
+// address and dials every front that opened an uplink port
+// (NodeConfig.UplinkListen) instead, presenting its certificate and
+// pinning the front's; over that connection it serves the front exactly
+// as it serves one that dialled it (transport.Server.Uplink). A front's
+// uplink port admits only a certificate a registered authority holds, and
+// knows the authority by it, so the fence judges its frames as any
+// other's.
+//
 // # Usage
 //
 //	cli, _ := cluster.Dial([]string{"http://127.0.0.1:2379"})
@@ -64,10 +74,8 @@
 // A new holder continues each body of a shard it gains from the newest
 // state it received of it (RunAuthority follows one front as an observer
 // of the whole world, a standby); the scenario's script starts over, and
-// bodies it never heard of start where the scenario puts them. An
-// authority must accept
-// connections (a front dials it); one in a player's client behind NAT has
-// no uplink of its own yet. Epochs are etcd revisions and must fit 32 bits (ErrEpochRange);
+// bodies it never heard of start where the scenario puts them. Epochs are
+// etcd revisions and must fit 32 bits (ErrEpochRange);
 // at most MaxShards shards and MaxMembers members per world; what a Table
 // reads from etcd is checked like any input, and keys or values that break
 // the layout (keys.go) or a limit are ignored and counted. Unlike the

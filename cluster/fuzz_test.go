@@ -12,7 +12,9 @@ func FuzzTableKeys(f *testing.F) {
 	const p = "/w/"
 	for _, seed := range [][2]string{
 		{shardKey(p, 3), "auth-1"},
-		{memberKey(p, Authority, "a"), registered("127.0.0.1:4242", strings.Repeat("ab", 32))},
+		{memberKey(p, Authority, "a"), registration{addr: "127.0.0.1:4242", fingerprint: strings.Repeat("ab", 32)}.String()},
+		{memberKey(p, Authority, "b"), registration{addr: dialsOut, fingerprint: strings.Repeat("cd", 32)}.String()},
+		{memberKey(p, Front, "g"), registration{addr: "127.0.0.1:4242", fingerprint: strings.Repeat("ef", 32), uplink: "127.0.0.1:4243"}.String()},
 		{memberKey(p, Front, "f"), ""},
 		{p + keyTimeline, "0123456789abcdef"},
 		{p + "shards/0007", "x"},
@@ -42,6 +44,10 @@ func FuzzTableKeys(f *testing.F) {
 				}
 			}
 		}
-		_, _, _ = parseRegistered(string(value))
+		if r, ok := parseRegistered(string(value)); ok {
+			if back, _ := parseRegistered(r.String()); back != r || !isFingerprint(r.fingerprint) || r.uplink == dialsOut {
+				t.Fatalf("registration %q read as %+v, written back as %q", value, r, r.String())
+			}
+		}
 	})
 }

@@ -62,8 +62,15 @@ const DefaultPrefix = "/islandsync/world/"
 //
 //	P timeline                  the world timeline id, 16 lower-case hex digits, written once
 //	P start                     the instant authority time 0 stands for, Unix µs in decimal, written with it
-//	P members/authority/<name>  an authority's registration, bound to its session; value: its address or ""
-//	P members/front/<name>      a front's registration, bound to its session; value: the address observers dial
+//	P members/authority/<name>  an authority's registration, bound to its session; value: "ADDR FINGERPRINT",
+//	                            ADDR where fronts dial it, or "-" when it dials the fronts' uplink ports instead
+//	P members/front/<name>      a front's registration, bound to its session; value: "ADDR FINGERPRINT" or
+//	                            "ADDR FINGERPRINT UPLINK", ADDR where observers dial, UPLINK where authorities may
+//
+// FINGERPRINT is the SHA-256 of the member's certificate, 64 lower-case hex
+// digits: whoever dials the member pins it, and a front's uplink port
+// admits exactly the certificates of registered authorities.
+//
 //	P shards/<n>                shard n's authority: value the holder's name, bound to its session;
 //	                            the key's creation revision is the epoch of every island in the shard
 const (
@@ -139,4 +146,50 @@ func epochOf(rev int64) (uint32, error) {
 		return 0, ErrEpochRange
 	}
 	return uint32(rev), nil
+}
+
+// registration is the value a member registers (see the key layout).
+type registration struct {
+	addr        string // where it is dialled; dialsOut for an authority that dials instead
+	fingerprint string // its certificate's SHA-256, lower-case hex
+	uplink      string // a front's uplink port; "" when it has none
+}
+
+// dialsOut is the address of an authority that accepts no connections.
+const dialsOut = "-"
+
+func (r registration) String() string {
+	if r.uplink == "" {
+		return r.addr + " " + r.fingerprint
+	}
+	return r.addr + " " + r.fingerprint + " " + r.uplink
+}
+
+// parseRegistered reads a registered value: two or three fields, the
+// fingerprint 64 lower-case hex digits.
+func parseRegistered(v string) (registration, bool) {
+	f := strings.Split(v, " ")
+	if len(f) < 2 || len(f) > 3 || f[0] == "" || !isFingerprint(f[1]) {
+		return registration{}, false
+	}
+	r := registration{addr: f[0], fingerprint: f[1]}
+	if len(f) == 3 {
+		if f[2] == "" || f[2] == dialsOut {
+			return registration{}, false
+		}
+		r.uplink = f[2]
+	}
+	return r, true
+}
+
+func isFingerprint(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/islandsync/islandsync/transport"
 )
 
 // nodeMetrics are a node's Prometheus metrics (NodeConfig.Registry).
@@ -73,4 +75,25 @@ func registerRelay(reg prometheus.Registerer, r *Relay) {
 		fenced("control", func(s RelayStats) uint64 { return s.FencedControl }),
 		fenced("frame", func(s RelayStats) uint64 { return s.FencedFrames }),
 	)
+}
+
+// registerUplinks exposes a front's uplink port's counters, read when
+// scraped.
+func registerUplinks(reg prometheus.Registerer, ln *transport.UplinkListener) {
+	if reg == nil {
+		return
+	}
+	for _, c := range []struct {
+		result string
+		v      func(transport.UplinkStats) uint64
+	}{
+		{"accepted", func(s transport.UplinkStats) uint64 { return s.Accepted }},
+		{"refused", func(s transport.UplinkStats) uint64 { return s.Refused }},
+		{"full", func(s transport.UplinkStats) uint64 { return s.Full }},
+	} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "islandsync", Subsystem: "cluster", Name: "uplinks_total",
+			Help:        "Uplinks authorities dialled to this front: accepted, refused in the handshake (certificate of no registered authority, or too many handshakes), or closed at once (too many open).",
+			ConstLabels: prometheus.Labels{"result": c.result}},
+			func() float64 { return float64(c.v(ln.Stats())) }))
+	}
 }

@@ -1,11 +1,12 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,23 @@ type NodeConfig struct {
 	// registered beside the address, and whoever dials the node pins it.
 	// Required.
 	Fingerprint string
+	// Dial makes an authority accept no connections (a player's client,
+	// a worker behind NAT): it dials every registered front's uplink port
+	// instead and serves each front over the connection it dialled
+	// (transport.Server.Uplink), presenting its server certificate. It
+	// registers "-" as its address. Server.Listen, empty, then means ":0".
+	Dial bool
+	// UplinkListen, for a front, opens an uplink port at this UDP address
+	// for authorities started with Dial; it admits exactly the
+	// certificates registered authorities hold. Empty means no uplink
+	// port: the front dials every authority.
+	UplinkListen string
+	// UplinkAdvertise is the uplink address registered for authorities
+	// to dial. Empty means the port as bound.
+	UplinkAdvertise string
+	// MaxUplinks caps a front's uplinks open at once
+	// (transport.UplinkConfig.MaxUplinks). Zero means 64.
+	MaxUplinks int
 	// Logger receives structured logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Ready, if set, is called once the node is serving and registered,
@@ -74,24 +92,20 @@ func (c *NodeConfig) defaults() error {
 	}
 	c.Server.StepRate = scenario.StepHz
 	c.Server.Logger = c.Logger
+	if (c.Dial || c.UplinkListen != "") && (c.Server.TLS == nil || len(c.Server.TLS.Certificates) == 0) {
+		return errors.New("cluster: an uplink needs the certificate in Server.TLS.Certificates")
+	}
 	return nil
 }
+
+// cert is the node's certificate, which its uplinks present.
+func (c *NodeConfig) cert() tls.Certificate { return c.Server.TLS.Certificates[0] }
 
 func (c *NodeConfig) advertise(srv *transport.Server) string {
 	if c.Advertise != "" {
 		return c.Advertise
 	}
 	return srv.Addr().String()
-}
-
-// registered is the value a node registers: its address and certificate
-// fingerprint.
-func registered(addr, fingerprint string) string { return addr + " " + fingerprint }
-
-// parseRegistered splits a registered value.
-func parseRegistered(v string) (addr, fingerprint string, ok bool) {
-	addr, fingerprint, ok = strings.Cut(v, " ")
-	return addr, fingerprint, ok && addr != "" && len(fingerprint) == 64
 }
 
 func (c *NodeConfig) shards() []uint32 {
@@ -170,10 +184,10 @@ func (s *standby) follow(ctx context.Context, tb *Table, log *slog.Logger) {
 			continue
 		}
 		v, _ := tb.Addr(Front, fronts[0])
-		addr, pin, ok := parseRegistered(v)
-		tlsc, err := transport.ClientTLS(pin, "", nil)
+		reg, ok := parseRegistered(v)
+		tlsc, err := transport.ClientTLS(reg.fingerprint, "", nil)
 		if ok && err == nil {
-			w, err := transport.NewWatcher(transport.WatchConfig{Addr: addr, TLS: tlsc, Subscribe: codec.Subscribe{All: true},
+			w, err := transport.NewWatcher(transport.WatchConfig{Addr: reg.addr, TLS: tlsc, Subscribe: codec.Subscribe{All: true},
 				RenderRate: 4, Logger: log, Receiver: receiver.Config{OnCommit: s.commit, StraightExtrapolation: true}})
 			if err == nil {
 				err = w.Run(ctx, s.tick)
@@ -252,6 +266,12 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	sb := &standby{states: map[island.MemberID]island.State{}, seen: map[uint32]bool{}, ready: make(chan struct{})}
 	src := &shardSource{auth: auth, last: sb.last}
 	cfg.Server.Timeline = w.Timeline
+	if cfg.Dial {
+		cfg.Server.DialOnly = true
+		if cfg.Server.Listen == "" {
+			cfg.Server.Listen = ":0"
+		}
+	}
 	srv, err := transport.Listen(src, cfg.Server)
 	if err != nil {
 		return err
@@ -284,12 +304,22 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 			return nil
 		}
 	}
-	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Authority, TTL: cfg.TTL,
-		Addr: registered(cfg.advertise(srv), cfg.Fingerprint)})
+	reg := registration{addr: cfg.advertise(srv), fingerprint: cfg.Fingerprint}
+	if cfg.Dial {
+		reg.addr = dialsOut
+	}
+	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Authority, TTL: cfg.TTL, Addr: reg.String()})
 	if err != nil {
 		return err
 	}
 	defer m.Close(context.WithoutCancel(ctx)) // after Abandon: etcd answers that the lease is gone, or revokes it
+	if cfg.Dial {
+		// The uplinks end after the drain, before the server stops.
+		dialCtx, stopDial := context.WithCancel(context.Background())
+		dialled := make(chan struct{})
+		go func() { dialFronts(dialCtx, tb, srv, cfg.cert(), log); close(dialled) }()
+		defer func() { stopDial(); <-dialled }()
+	}
 	if cfg.Ready != nil {
 		cfg.Ready(srv)
 	}
@@ -382,8 +412,23 @@ func RunFront(ctx context.Context, cfg NodeConfig) error {
 	if err != nil {
 		return err
 	}
-	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Front, TTL: cfg.TTL,
-		Addr: registered(cfg.advertise(srv), cfg.Fingerprint)})
+	log := cfg.Logger.With("member", cfg.Name)
+	reg := registration{addr: cfg.advertise(srv), fingerprint: cfg.Fingerprint}
+	upCtx, stopUp := context.WithCancel(ctx)
+	defer stopUp()
+	if cfg.UplinkListen != "" {
+		ln, err := transport.ListenUplinks(transport.UplinkConfig{Listen: cfg.UplinkListen, Cert: cfg.cert(),
+			MaxUplinks: cfg.MaxUplinks, IdleTimeout: cfg.Server.IdleTimeout,
+			Allow: func(fp string) bool { _, ok := authorityOf(tb, fp); return ok }})
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		registerUplinks(cfg.Registry, ln)
+		reg.uplink = cmp.Or(cfg.UplinkAdvertise, ln.Addr().String())
+		go acceptUplinks(upCtx, ln, tb, relay, log)
+	}
+	m, err := Join(ctx, cfg.Client, Config{Prefix: cfg.Prefix, Name: cfg.Name, Role: Front, TTL: cfg.TTL, Addr: reg.String()})
 	if err != nil {
 		return err
 	}
@@ -391,9 +436,7 @@ func RunFront(ctx context.Context, cfg NodeConfig) error {
 	if cfg.Ready != nil {
 		cfg.Ready(srv)
 	}
-	upCtx, stopUp := context.WithCancel(ctx)
-	defer stopUp()
-	go uplinks(upCtx, tb, relay, cfg.Logger.With("member", cfg.Name))
+	go dialAuthorities(upCtx, tb, relay, log)
 	// A front that lost its lease may also have lost its view of the
 	// world's leases: it stops serving rather than relay on a stale fence.
 	srvCtx, stopSrv := context.WithCancel(ctx)
@@ -410,75 +453,4 @@ func RunFront(ctx context.Context, cfg NodeConfig) error {
 		return fmt.Errorf("cluster: front %s: %w", cfg.Name, m.Err())
 	}
 	return err
-}
-
-// uplinks keeps one connection to every registered authority, as the
-// table has them, until ctx ends.
-func uplinks(ctx context.Context, tb *Table, relay *Relay, log *slog.Logger) {
-	type link struct {
-		value  string
-		cancel context.CancelFunc
-	}
-	links := map[string]*link{}
-	defer func() {
-		for _, l := range links {
-			l.cancel()
-		}
-	}()
-	for {
-		changed := tb.Changed()
-		names := tb.Members(Authority)
-		for name, l := range links {
-			if v, ok := tb.Addr(Authority, name); !ok || v != l.value {
-				l.cancel()
-				delete(links, name)
-			}
-		}
-		for _, name := range names {
-			if links[name] != nil {
-				continue
-			}
-			v, _ := tb.Addr(Authority, name)
-			addr, pin, ok := parseRegistered(v)
-			if !ok {
-				continue
-			}
-			lctx, cancel := context.WithCancel(ctx)
-			links[name] = &link{value: v, cancel: cancel}
-			go uplink(lctx, name, addr, pin, relay, log)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		}
-	}
-}
-
-// uplink connects to one authority and feeds the relay until ctx ends,
-// dialling again after any loss.
-func uplink(ctx context.Context, name, addr, pin string, relay *Relay, log *slog.Logger) {
-	tlsc, err := transport.ClientTLS(pin, "", nil)
-	if err != nil {
-		log.Warn("authority registered a bad fingerprint", "authority", name, "err", err)
-		return
-	}
-	up := relay.Upstream(name)
-	for ctx.Err() == nil {
-		w, err := transport.NewWatcher(transport.WatchConfig{Addr: addr, TLS: tlsc, Subscribe: codec.Subscribe{All: true},
-			Receiver: up.Hooks(receiver.Config{}), Reconnect: true, Logger: log})
-		if err != nil {
-			log.Warn("uplink", "authority", name, "err", err)
-			return
-		}
-		err = w.Run(ctx, nil)
-		if ctx.Err() != nil {
-			return
-		}
-		log.Info("uplink lost; dialling again", "authority", name, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

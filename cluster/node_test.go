@@ -206,48 +206,14 @@ func await(t *testing.T, what string, cond func() bool) {
 // holder, no frame of an older epoch commits after a newer one, and no
 // half-frame is shown.
 func TestClusterOverQUIC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a cluster for several seconds")
-	}
-	scs, err := scenario.Pick("bridge,ragdolls,handoff,chain")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, cli := world(t)
-	tb := watchTable(t, cli, p)
+	scs, p, tb := fourShards(t)
 	a := startNode(t, p, "a", Authority, scs)
 	b := startNode(t, p, "b", Authority, scs)
 	f := startNode(t, p, "f", Front, scs)
 	obs := watch(t, f)
 	shards := span(len(scs))
-	// current reports whether the observer's newest epoch of every island
-	// of every shard is the shard's current one, with frames committed for
-	// every shard.
-	current := func() bool {
-		obs.mu.Lock()
-		defer obs.mu.Unlock()
-		seen := map[uint32]bool{}
-		for id, e := range obs.newest {
-			s := uint32(scenario.ShardOf(id, len(scs)))
-			h, ok := tb.Shard(s)
-			if !ok || e < h.Epoch {
-				return false
-			}
-			seen[s] = true
-		}
-		return len(seen) == len(shards)
-	}
-	holders := func(names ...string) func() bool {
-		return func() bool {
-			for _, s := range shards {
-				h, ok := tb.Shard(s)
-				if !ok || !slices.Contains(names, h.Holder) || h.Holder != Owner(s, names) {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	current := observed(obs, tb, len(scs))
+	holders := func(names ...string) func() bool { return heldBy(tb, shards, names...) }
 	await(t, "a and b share the shards", holders("a", "b"))
 	await(t, "the observer has every shard", current)
 	rate := func(what string) {
@@ -304,6 +270,55 @@ func TestClusterOverQUIC(t *testing.T) {
 		t.Fatalf("%d frames of an older epoch committed after a newer one; %d half-frames shown", obs.backwards, obs.halves)
 	}
 	t.Logf("observer: %d frames committed over %d ticks; went back to Waiting: %v (%v after the crash)", obs.commits, obs.ticks, obs.waiting, obs.waitAt.Sub(crashed))
+}
+
+// fourShards starts a world of four shards (bridge, ragdolls, handoff,
+// chain) with a table of it; it skips with -short.
+func fourShards(t *testing.T) ([]scenario.Scenario, string, *Table) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a cluster for several seconds")
+	}
+	scs, err := scenario.Pick("bridge,ragdolls,handoff,chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cli := world(t)
+	return scs, p, watchTable(t, cli, p)
+}
+
+// observed reports whether the observer's newest epoch of every island of
+// every one of n shards is the shard's current one, with frames committed
+// for every shard.
+func observed(obs *observer, tb *Table, n int) func() bool {
+	return func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		seen := map[uint32]bool{}
+		for id, e := range obs.newest {
+			s := uint32(scenario.ShardOf(id, n))
+			h, ok := tb.Shard(s)
+			if !ok || e < h.Epoch {
+				return false
+			}
+			seen[s] = true
+		}
+		return len(seen) == n
+	}
+}
+
+// heldBy reports whether the shards are held by names, each by its owner
+// among them.
+func heldBy(tb *Table, shards []uint32, names ...string) func() bool {
+	return func() bool {
+		for _, s := range shards {
+			h, ok := tb.Shard(s)
+			if !ok || !slices.Contains(names, h.Holder) || h.Holder != Owner(s, names) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // islandGaps returns, sorted, how long after since each island of shards

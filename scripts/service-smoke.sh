@@ -67,8 +67,9 @@ check
 stop
 
 # A cluster as the README runs it: an authority with etcd embedded, a second
-# authority, two fronts, a watcher on both fronts; the second authority
-# drains (SIGINT) and the first front stops, and the watcher goes on.
+# authority that accepts no connections (-dial: it dials the fronts' uplink
+# ports), two fronts, a watcher on both fronts; the second authority drains
+# (SIGINT) and the first front stops, and the watcher goes on.
 member() { # NAME LOG ARGS…: runs one member in the background
   local log=$2; shift 2
   "$tmp/islandserver" "$@" >"$log" 2>&1 &
@@ -82,14 +83,15 @@ port=$(( 20000 + RANDOM % 20000 ))
 etcd="http://127.0.0.1:$port"
 member one "$tmp/one.log" -etcd-embed "$tmp/world" -etcd-listen "127.0.0.1:$port" -role authority -name one -listen 127.0.0.1:0 -state "$tmp/one"
 wait_for "$tmp/one.log" '^authority one serving'
-member two "$tmp/two.log" -etcd "$etcd" -role authority -name two -listen 127.0.0.1:0 -state "$tmp/two"
+member two "$tmp/two.log" -etcd "$etcd" -role authority -name two -dial -state "$tmp/two"
 two=$!
-member f1 "$tmp/f1.log" -etcd "$etcd" -role front -name f1 -listen 127.0.0.1:0 -state "$tmp/fronts"
+member f1 "$tmp/f1.log" -etcd "$etcd" -role front -name f1 -listen 127.0.0.1:0 -uplink-listen 127.0.0.1:0 -state "$tmp/fronts"
 f1=$!
 wait_for "$tmp/f1.log" '^watch with'
-member f2 "$tmp/f2.log" -etcd "$etcd" -role front -name f2 -listen 127.0.0.1:0 -state "$tmp/fronts"
+member f2 "$tmp/f2.log" -etcd "$etcd" -role front -name f2 -listen 127.0.0.1:0 -uplink-listen 127.0.0.1:0 -state "$tmp/fronts"
 wait_for "$tmp/f2.log" '^watch with'
 wait_for "$tmp/two.log" 'shard gained'
+wait_for "$tmp/f1.log" "uplink accepted"   # two, which accepts no connections, dialled f1
 a1=$(awk '/^front f1 serving on/{print $5}' "$tmp/f1.log")
 a2=$(awk '/^front f2 serving on/{print $5}' "$tmp/f2.log")
 cpin=$(awk '/^watch with/{print $NF}' "$tmp/f1.log")

@@ -25,6 +25,22 @@
 // a token's observer id (a newer one closes the older with CodeReplaced).
 // Without keys the server is open to anyone who can reach it.
 //
+// # Uplinks
+//
+// A server that cannot accept connections (ServerConfig.DialOnly: a
+// player's client, a worker behind NAT) dials instead: Server.Uplink
+// dials a front's UplinkListener from the server's own UDP socket and
+// serves the front over that connection as one observer, admitted and
+// bounded as any other; the front, which accepted it, runs a Watcher on
+// it (Watcher.RunConn). The handshake negotiates ALPN
+// "islandsync-uplink/1" and is mutual: the server pins the front's
+// fingerprint and presents its own certificate (UplinkClientTLS), and the
+// listener admits only a certificate its Allow function knows — refused
+// in the handshake, counted, before a byte of the protocol
+// (ErrUplinkRefused on the dialling side). At most MaxUplinks are open at
+// once (more: CodeFull), and handshakes in progress are capped at four
+// times that.
+//
 // # Admission
 //
 // A connection becomes an observer only once it is admitted: its control

@@ -107,6 +107,11 @@ type ServerConfig struct {
 	// MaxObservers. Handshakes in progress are capped at four times it
 	// (refused before any TLS work).
 	MaxAdmitting int
+	// DialOnly makes the server accept no connections: it serves only the
+	// uplinks it dials (Uplink), from its UDP socket at Listen — an
+	// authority in a player's client or behind NAT. Listen may then be
+	// ":0".
+	DialOnly bool
 	// TokenKeys, when not empty, make the server require a connect token
 	// (package token) signed by one of them in every observer's Hello
 	// before it gets a slot or a byte of the world; a token that lists
@@ -214,6 +219,9 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 		events: make(chan event, 1024), conns: map[broadcast.ObserverID]*peer{}, pauseC: make(chan bool),
 		byToken: map[uint64]*peer{}, period: time.Duration(src.Period()) * time.Microsecond}
 	s.tr = &quic.Transport{Conn: udp, ConnContext: s.connContext}
+	if cfg.DialOnly {
+		return s, nil
+	}
 	s.ln, err = s.tr.Listen(cfg.TLS, quicConfig(cfg.IdleTimeout))
 	if err != nil {
 		_ = udp.Close()
@@ -253,8 +261,9 @@ func (s *Server) accepted(conn *quic.Conn) {
 	}
 }
 
-// Addr returns the address the server listens on.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr returns the address the server listens on (with DialOnly, the
+// address its uplinks leave from).
+func (s *Server) Addr() net.Addr { return s.udp.LocalAddr() }
 
 // Timeline returns the timeline id every Welcome carries.
 func (s *Server) Timeline() uint64 { return s.cfg.Timeline }
@@ -416,6 +425,9 @@ func (s *Server) handle(ev event) {
 }
 
 func (s *Server) accept(ctx context.Context) {
+	if s.ln == nil { // DialOnly
+		return
+	}
 	for {
 		conn, err := s.ln.Accept(ctx)
 		if err != nil {
@@ -615,7 +627,9 @@ func (s *Server) shutdown() {
 	for _, p := range peers {
 		p.close(CodeShutdown, "server shutting down")
 	}
-	_ = s.ln.Close()
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
 	_ = s.tr.Close()
 	_ = s.udp.Close()
 	s.log.Info("server stopped", "observers", len(peers))

@@ -20,7 +20,8 @@ import (
 
 // WatchConfig sets a Watcher up. Zero fields mean the documented defaults.
 type WatchConfig struct {
-	// Addr is the server's UDP address. Required.
+	// Addr is the server's UDP address. Required by Run (RunConn takes
+	// a connection instead).
 	Addr string
 	// Fallback lists other addresses that serve the same world (the
 	// fronts of a cluster, one timeline). With Reconnect, each new
@@ -30,7 +31,8 @@ type WatchConfig struct {
 	// the playout clock (a reconnect), so moving to another front shows as
 	// a fresh catch-up, not a restart. Each must pass the same TLS check.
 	Fallback []string
-	// TLS is the client TLS configuration (ClientTLS builds one). Required.
+	// TLS is the client TLS configuration (ClientTLS builds one).
+	// Required by Run.
 	TLS *tls.Config
 	// Subscribe is the subscription sent on every connection. The zero value
 	// subscribes to nothing; use codec.Subscribe{All: true} for everything.
@@ -170,9 +172,6 @@ var ErrConnect = errors.New("transport: cannot connect")
 // NewWatcher validates cfg and builds the receive path. Nothing is dialled
 // until Run.
 func NewWatcher(cfg WatchConfig) (*Watcher, error) {
-	if cfg.Addr == "" || cfg.TLS == nil {
-		return nil, errors.New("transport: WatchConfig needs Addr and TLS")
-	}
 	positive(&cfg.RenderRate, 60)
 	positive(&cfg.AckPeriod, 50*time.Millisecond)
 	positive(&cfg.IdleTimeout, 10*time.Second)
@@ -207,6 +206,9 @@ func (w *Watcher) now() int64 { return time.Since(w.start).Microseconds() }
 // error wrapping ErrPinMismatch, and a refusal with a *CloseError whose
 // Refused reports true, reconnecting or not.
 func (w *Watcher) Run(ctx context.Context, onTick func(*Tick)) error {
+	if w.cfg.Addr == "" || w.cfg.TLS == nil {
+		return errors.New("transport: WatchConfig needs Addr and TLS to Run")
+	}
 	connected := false
 	wait := backoff{min: w.cfg.ReconnectMin, max: w.cfg.ReconnectMax}
 	for tries := 1; ; tries++ {
@@ -283,6 +285,27 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 	if err != nil {
 		return err
 	}
+	return w.serveConn(ctx, conn, w.addrs[w.at], onTick, connected)
+}
+
+// RunConn runs one session on an uplink the front accepted (the
+// authority at the other end serves it as an observer) until ctx or the
+// connection ends, and returns why, as Run does; there is no reconnect.
+// Addr and TLS are not used. onTick is as for Run. A watcher runs one
+// session at a time: RunConn and Run must not overlap.
+func (w *Watcher) RunConn(ctx context.Context, c *UplinkConn, onTick func(*Tick)) error {
+	connected := false
+	err := w.serveConn(ctx, c.conn, c.conn.RemoteAddr().String(), onTick, &connected)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// serveConn subscribes on conn, a connection to a server of observers
+// (addr names it in ticks), and drives the receiver until ctx or the
+// connection ends.
+func (w *Watcher) serveConn(ctx context.Context, conn *quic.Conn, addr string, onTick func(*Tick), connected *bool) (err error) {
 	defer conn.CloseWithError(CodeShutdown, "")
 	defer func() {
 		// However the loop noticed the end (a read, a write), a close by
@@ -428,7 +451,7 @@ func (w *Watcher) session(ctx context.Context, onTick func(*Tick), connected *bo
 			tick.DatagramQueue, tick.ControlQueue = len(dgIn), len(ctlIn)
 			tick.Views = w.rx.Render(tick.Now)
 			st := w.rx.Stats()
-			tick.Addr = w.addrs[w.at]
+			tick.Addr = addr
 			tick.HalfFrames = w.torn.count(tick.Views, st.Timelines+st.Reconnects, w.rx.Manifest)
 			if onTick != nil {
 				onTick(&tick)

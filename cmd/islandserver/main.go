@@ -84,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		world     = fs.String("world", cluster.DefaultPrefix, "the world's etcd key prefix, ending in '/'")
 		leaseTTL  = fs.Duration("lease-ttl", cluster.DefaultTTL, "the member's etcd lease: its shards go to another authority this long after it stops renewing")
 		authAt    = fs.String("authority-listen", "127.0.0.1:0", "with -role both: the UDP address the authority serves its front on")
+		dialOut   = fs.Bool("dial", false, "with -role authority: accept no connections (a player's client, a worker behind NAT); dial every front's uplink port instead")
+		uplinkAt  = fs.String("uplink-listen", "", "with -role front or both: open an uplink port at this UDP address for authorities started with -dial")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -126,12 +128,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, err := net.ResolveUDPAddr("udp", *listen); err != nil {
 		return fail("-listen %q: %v", *listen, err)
 	}
+	if _, err := net.ResolveUDPAddr("udp", *uplinkAt); *uplinkAt != "" && err != nil {
+		return fail("-uplink-listen %q: %v", *uplinkAt, err)
+	}
 	clustered := *etcdURLs != "" || *etcdEmbed != ""
 	switch {
 	case *etcdURLs != "" && *etcdEmbed != "":
 		return fail("-etcd and -etcd-embed: one or the other")
 	case !clustered && *roleName != "both":
 		return fail("-role %s needs -etcd or -etcd-embed", *roleName)
+	case *dialOut && *roleName != "authority":
+		return fail("-dial needs -role authority")
+	case *uplinkAt != "" && (!clustered || *roleName == "authority"):
+		return fail("-uplink-listen needs -etcd or -etcd-embed and -role front or both")
 	case *roleName != "both" && *roleName != "authority" && *roleName != "front":
 		return fail("-role %q: want authority, front or both", *roleName)
 	case clustered && *leaseTTL < 2*time.Second:
@@ -219,6 +228,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				IdleTimeout: *idle, Metrics: transport.NewMetrics(reg), Parity: parityOf(*parity),
 				SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys,
 				ObserverKbps: *budget, ServerKbps: *total, FixedRate: *fixed}}
+		nc.Dial, nc.UplinkListen = *dialOut, *uplinkAt
+		if *dialOut && !flagSet(fs, "listen") {
+			nc.Server.Listen = "" // any port: nothing dials it
+		}
 		closeMetrics, ok := serveMetrics(*metrics, reg, stdout, stderr)
 		if !ok {
 			return 1
@@ -303,10 +316,21 @@ func defaultName() string {
 	return fmt.Sprintf("%s-%d", clean, os.Getpid())
 }
 
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // runCluster runs this process's role in a cluster world until ctx ends.
 func runCluster(ctx context.Context, role, authAt string, nc cluster.NodeConfig, stdout, stderr io.Writer) int {
 	say := func(what string) func(*transport.Server) {
 		return func(s *transport.Server) {
+			if what == "authority" && nc.Dial {
+				fmt.Fprintf(stdout, "authority %s dialling the fronts' uplink ports from %s (world %s, timeline %016x)\n", nc.Name, s.Addr(), nc.Prefix, s.Timeline())
+				return
+			}
 			fmt.Fprintf(stdout, "%s %s serving on %s (world %s, timeline %016x)\n", what, nc.Name, s.Addr(), nc.Prefix, s.Timeline())
 			if what == "front" {
 				fmt.Fprintf(stdout, "watch with: go run ./cmd/islandwatch -addr %s -pin %s\n", s.Addr(), nc.Fingerprint)

@@ -24,6 +24,9 @@ func TestFlags(t *testing.T) {
 		{"-loose", "nope"}, {"-scenario", "chain", "-loose", "ragdolls"},
 		{"-role", "front"}, {"-etcd", "http://127.0.0.1:1", "-role", "king"}, {"-etcd", "x", "-etcd-embed", "y"},
 		{"-etcd", "http://127.0.0.1:1", "-lease-ttl", "1s"},
+		{"-dial"}, {"-etcd", "http://127.0.0.1:1", "-role", "front", "-dial"}, {"-uplink-listen", "127.0.0.1:0"},
+		{"-etcd", "http://127.0.0.1:1", "-role", "authority", "-uplink-listen", "127.0.0.1:0"},
+		{"-etcd", "http://127.0.0.1:1", "-role", "front", "-uplink-listen", "nohost"},
 	}
 	for _, args := range bad {
 		var out, errs bytes.Buffer

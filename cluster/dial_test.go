@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/islandsync/islandsync/scenario"
+	"github.com/islandsync/islandsync/transport"
+)
+
+// counter reads a counter of a node's registry by name and one label
+// value (any label), 0 when absent.
+func counter(t *testing.T, node, name, label string) float64 {
+	t.Helper()
+	v, ok := registries.Load(node)
+	if !ok {
+		t.Fatalf("no registry for %s", node)
+	}
+	mfs, err := v.(*prometheus.Registry).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestDialingAuthority: an authority that accepts no connections (Dial —
+// a player's client, a worker behind NAT) dials both fronts' uplink ports
+// and shares the world with one the fronts dial. An observer of either
+// front sees every island of both; a certificate no authority registered
+// is refused at the uplink port, counted; when the dialling authority
+// crashes, the other continues its islands under a new epoch — no frame of
+// an older epoch after a newer one, no half-frame.
+func TestDialingAuthority(t *testing.T) {
+	scs, p, tb := fourShards(t)
+	uplinkPort := func(c *NodeConfig) { c.UplinkListen = "127.0.0.1:0" }
+	f1 := startNode(t, p, "f1", Front, scs, uplinkPort)
+	f2 := startNode(t, p, "f2", Front, scs, uplinkPort)
+	startNode(t, p, "a", Authority, scs)
+	player := startNode(t, p, "player", Authority, scs, func(c *NodeConfig) { c.Dial = true; c.Server.Listen = "" })
+	await(t, "the player's registration", func() bool { _, ok := tb.Addr(Authority, "player"); return ok })
+	if v, _ := tb.Addr(Authority, "player"); len(v) < 2 || v[:2] != dialsOut+" " {
+		t.Fatalf("the dialling authority registered %q, want address %q", v, dialsOut)
+	}
+	obs1, obs2 := watch(t, f1), watch(t, f2)
+	shards := span(len(scs))
+	await(t, "a and player share the shards", heldBy(tb, shards, "a", "player"))
+	if len(tb.Held("player")) == 0 {
+		t.Fatalf("player holds nothing (a holds %v): the test needs it to hold some", tb.Held("a"))
+	}
+	await(t, "f1's observer has every shard", observed(obs1, tb, len(scs)))
+	await(t, "f2's observer has every shard", observed(obs2, tb, len(scs)))
+	for _, f := range []string{"f1", "f2"} {
+		if n := counter(t, f, "islandsync_cluster_uplinks_total", "accepted"); n < 1 {
+			t.Fatalf("%s accepted %v uplinks, want the player's", f, n)
+		}
+	}
+
+	// A stranger's certificate gets no uplink.
+	reg, ok := parseRegistered(func() string { v, _ := tb.Addr(Front, "f1"); return v }())
+	if !ok || reg.uplink == "" {
+		t.Fatalf("f1 registered no uplink port")
+	}
+	cert, _, err := transport.SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := transport.Listen(scenarioSource(t, scs), transport.ServerConfig{Listen: "127.0.0.1:0",
+		TLS: transport.ServerTLS(cert), DialOnly: true, Logger: testLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- stranger.Run(sctx) }()
+	upTLS, err := transport.UplinkClientTLS(cert, reg.fingerprint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stranger.Uplink(sctx, reg.uplink, upTLS); !errors.Is(err, transport.ErrUplinkRefused) {
+		t.Fatalf("an unregistered certificate's uplink ended with %v, want ErrUplinkRefused", err)
+	}
+	stop()
+	<-stopped
+	await(t, "f1 to count the refusal", func() bool {
+		return counter(t, "f1", "islandsync_cluster_uplinks_total", "refused") >= 1
+	})
+
+	// The player's client crashes: a takes its islands over.
+	lost := tb.Held("player")
+	crashed := time.Now()
+	if err := player.stop(ErrAbandon); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "a holds everything", heldBy(tb, shards, "a"))
+	await(t, "f1's observer has every shard from a", observed(obs1, tb, len(scs)))
+	await(t, "f2's observer has every shard from a", observed(obs2, tb, len(scs)))
+	gaps, _, _ := islandGaps(obs1, lost, len(scs), crashed)
+	t.Logf("dialling authority crashed, TTL 2 s: %d islands of %d shards back after p50 %v, max %v", len(gaps), len(lost), gaps[len(gaps)/2], gaps[len(gaps)-1])
+	for _, o := range []*observer{obs1, obs2} {
+		o.mu.Lock()
+		backwards, halves := o.backwards, o.halves
+		o.mu.Unlock()
+		if backwards != 0 || halves != 0 {
+			t.Fatalf("%d frames of an older epoch committed after a newer one; %d half-frames shown", backwards, halves)
+		}
+	}
+}
+
+// scenarioSource is a one-shard authority to serve from.
+func scenarioSource(t *testing.T, scs []scenario.Scenario) transport.Source {
+	t.Helper()
+	auth, err := scenario.NewAuthority(scs[:1], 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return auth
+}
