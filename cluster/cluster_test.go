@@ -131,6 +131,56 @@ func TestClaimEpochs(t *testing.T) {
 	}
 }
 
+// TestHandOffFence: a released shard admits no lease, but its releasing
+// holder is handing it on (Table.Handing) at its epoch and up — a front
+// keeps relaying the frames it forwarded until the next holder's lease
+// arrives — through the next holder's claim, until the releasing holder's
+// session ends.
+func TestHandOffFence(t *testing.T) {
+	ctx := context.Background()
+	p, cli := world(t)
+	tb := watchTable(t, cli, p)
+	a, b := join(t, cli, p, "a", 0), join(t, cli, p, "b", 0)
+	for _, s := range []uint32{1, 2} {
+		if _, err := a.Claim(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until(t, tb, "a holds 1 and 2", func() bool { return len(tb.Held("a")) == 2 })
+	e1, _ := tb.Shard(1)
+	e2, _ := tb.Shard(2)
+	for s, h := range map[uint32]Holding{1: e1, 2: e2} {
+		if ok, err := a.Release(ctx, s, h.Epoch); !ok || err != nil {
+			t.Fatalf("release of shard %d: %v %v", s, ok, err)
+		}
+	}
+	until(t, tb, "both released", func() bool { return len(tb.Held("a")) == 0 })
+	if tb.Admit(1, "a", e1.Epoch) {
+		t.Fatal("a released shard admitted a lease")
+	}
+	if !tb.Handing(1, "a", e1.Epoch) || !tb.Handing(2, "a", e2.Epoch+1) {
+		t.Fatal("a released shard is not being handed on by its releasing holder")
+	}
+	if tb.Handing(1, "a", e1.Epoch-1) || tb.Handing(1, "b", e1.Epoch) {
+		t.Fatal("a hand-off covers an older epoch or another member")
+	}
+	eb, err := b.Claim(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, tb, "b holds 1", func() bool { h, _ := tb.Shard(1); return h.Holder == "b" })
+	if tb.Admit(1, "a", e1.Epoch) || !tb.Admit(1, "b", eb) || !tb.Handing(1, "a", e1.Epoch) {
+		t.Fatal("after the claim: the fence must admit the claimant only, and a may still hand its frames on")
+	}
+	// a's session ends: nothing of a's is handed on any more.
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	until(t, tb, "a's hand-off records gone with its lease", func() bool {
+		return !tb.Handing(1, "a", e1.Epoch) && !tb.Handing(2, "a", e2.Epoch)
+	})
+}
+
 func TestJoinRefusesTwins(t *testing.T) {
 	p, cli := world(t)
 	join(t, cli, p, "a", 0)
@@ -428,6 +478,70 @@ func TestDrain(t *testing.T) {
 	case <-ma.Fenced():
 		t.Fatal("a drained member was fenced")
 	default:
+	}
+}
+
+// TestDrainMakeBeforeBreak: a draining authority keeps each shard until
+// its next holder has claimed it — etcd shows the claim when Lose comes —
+// and the drain ends well within the TTL.
+func TestDrainMakeBeforeBreak(t *testing.T) {
+	p, cli := world(t)
+	shards := span(8)
+	tb := watchTable(t, cli, p)
+	serve(t, join(t, client(t), p, "b", 0), watchTable(t, cli, p), shards)
+	ma := join(t, client(t), p, "a", 0)
+	tba := watchTable(t, cli, p)
+	type loss struct {
+		shard  uint32
+		holder string // the shard's holder in etcd when a lost it
+	}
+	losses := make(chan loss, len(shards))
+	gained := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- ma.Serve(ctx, tba, shards, Hooks{
+			Gain: func(uint32, uint32) { gained++ },
+			Lose: func(s, _ uint32) {
+				r, err := cli.Get(context.Background(), shardKey(p, s))
+				h := "nobody"
+				if err == nil && len(r.Kvs) == 1 {
+					h = string(r.Kvs[0].Value)
+				}
+				losses <- loss{s, h}
+			},
+		})
+	}()
+	until(t, tb, "a and b share", func() bool {
+		for _, s := range shards {
+			if h, ok := tb.Shard(s); !ok || h.Holder != Owner(s, []string{"a", "b"}) {
+				return false
+			}
+		}
+		return true
+	})
+	n := len(tb.Held("a"))
+	began := time.Now()
+	if err := ma.Leave(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrDrained) {
+		t.Fatalf("Serve ended with %v, want ErrDrained", err)
+	}
+	took := time.Since(began)
+	close(losses)
+	for l := range losses {
+		n--
+		if l.holder != "b" {
+			t.Errorf("a stopped stepping shard %d while etcd showed it held by %s, not yet by b", l.shard, l.holder)
+		}
+	}
+	if n != 0 {
+		t.Fatalf("%d shards a held were never lost", n)
+	}
+	if took >= ma.HandOffWait() {
+		t.Errorf("the drain took %v, past the hand-off wait %v: the claims were not seen", took, ma.HandOffWait())
 	}
 }
 

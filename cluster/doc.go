@@ -31,7 +31,14 @@
 //     TTL counted from when the last confirmed one was sent, so it stops
 //     before etcd can have given its shards to anyone else.
 //   - Drain: Leave deletes the member's registration; Serve then hands
-//     every shard on (Hooks.Lose, then Release) without waiting for a TTL.
+//     every shard on without waiting for a TTL, make before break: it
+//     releases the shard, recording the hand-off (P handoff/<n>), and calls
+//     Hooks.Lose only once the next holder has claimed it. Meanwhile fronts
+//     keep relaying the frames of the leases they forwarded from it
+//     (Table.Handing) until the next holder's lease arrives, and
+//     RunAuthority keeps stepping the shard until its standby sees the next
+//     holder's frames, so the islands never stop while they change hands.
+//     A rebalance (an authority joins) hands shards on the same way.
 //
 // # Processes
 //

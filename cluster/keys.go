@@ -73,15 +73,41 @@ const DefaultPrefix = "/islandsync/world/"
 //
 //	P shards/<n>                shard n's authority: value the holder's name, bound to its session;
 //	                            the key's creation revision is the epoch of every island in the shard
+//	P handoff/<n>               shard n released for its next holder: value "HOLDER EPOCH" (the releasing
+//	                            holder and its epoch, decimal), bound to the releasing holder's session;
+//	                            written by the release, replaced by the shard's next release
 const (
 	keyTimeline = "timeline"
 	keyStart    = "start"
 	keyMembers  = "members/"
 	keyShards   = "shards/"
+	keyHandOff  = "handoff/"
 )
 
 func memberKey(prefix string, r Role, name string) string {
 	return prefix + keyMembers + r.String() + "/" + name
+}
+
+func handOffKey(prefix string, shard uint32) string {
+	return prefix + keyHandOff + strconv.FormatUint(uint64(shard), 10)
+}
+
+// handOffValue is what P handoff/<n> holds.
+func handOffValue(holder string, epoch uint32) string {
+	return holder + " " + strconv.FormatUint(uint64(epoch), 10)
+}
+
+// parseHandOff reads a P handoff/<n> value.
+func parseHandOff(v string) (Holding, bool) {
+	name, ep, ok := strings.Cut(v, " ")
+	if !ok || checkName(name) != nil || ep == "" || len(ep) > 10 || ep[0] == '0' {
+		return Holding{}, false
+	}
+	n, err := strconv.ParseUint(ep, 10, 32)
+	if err != nil {
+		return Holding{}, false
+	}
+	return Holding{Holder: name, Epoch: uint32(n)}, true
 }
 
 func shardKey(prefix string, shard uint32) string {

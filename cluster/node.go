@@ -120,10 +120,38 @@ func (c *NodeConfig) shards() []uint32 {
 // this authority, so that a shard it gains continues from where its
 // previous holder left it rather than from the scenario's beginning.
 type standby struct {
-	mu     sync.Mutex
-	states map[island.MemberID]island.State
-	seen   map[uint32]bool // islands with a frame kept, until ready
-	ready  chan struct{}   // closed once every island the front announced has a frame kept
+	mu      sync.Mutex
+	states  map[island.MemberID]island.State
+	seen    map[uint32]bool // islands with a frame kept, until ready
+	ready   chan struct{}   // closed once every island the front announced has a frame kept
+	shardOf func(island uint32) uint32
+	epochs  map[uint32]uint32 // shard → the newest epoch of a frame of it kept
+	newer   chan struct{}     // closed when epochs changes
+}
+
+func newStandby(shardOf func(uint32) uint32) *standby {
+	return &standby{states: map[island.MemberID]island.State{}, seen: map[uint32]bool{}, ready: make(chan struct{}),
+		shardOf: shardOf, epochs: map[uint32]uint32{}, newer: make(chan struct{})}
+}
+
+// shown waits until the front has shown a frame of shard at epoch or
+// later, or until timeout or stop.
+func (s *standby) shown(shard, epoch uint32, timeout <-chan time.Time, stop <-chan struct{}) {
+	for {
+		s.mu.Lock()
+		e, newer := s.epochs[shard], s.newer
+		s.mu.Unlock()
+		if e >= epoch {
+			return
+		}
+		select {
+		case <-newer:
+		case <-timeout:
+			return
+		case <-stop:
+			return
+		}
+	}
 }
 
 // maxStandby caps the members a standby keeps; past it, it starts over.
@@ -137,6 +165,11 @@ func (s *standby) commit(f *validator.Validated) {
 	}
 	for i := range f.Len() {
 		s.states[f.ID(i)] = f.State(i)
+	}
+	if k := f.Key(); s.shardOf != nil && k.Epoch > s.epochs[s.shardOf(k.Island)] {
+		s.epochs[s.shardOf(k.Island)] = k.Epoch // shards are capped: MaxShards
+		close(s.newer)
+		s.newer = make(chan struct{})
 	}
 	if s.seen != nil {
 		s.seen[f.Key().Island] = true
@@ -263,7 +296,8 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	if err != nil {
 		return err
 	}
-	sb := &standby{states: map[island.MemberID]island.State{}, seen: map[uint32]bool{}, ready: make(chan struct{})}
+	n := len(cfg.Scenarios)
+	sb := newStandby(func(id uint32) uint32 { return uint32(scenario.ShardOf(id, n)) })
 	src := &shardSource{auth: auth, last: sb.last}
 	cfg.Server.Timeline = w.Timeline
 	if cfg.Dial {
@@ -325,13 +359,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	}
 	met := newNodeMetrics(cfg.Registry, Authority)
 	held := 0
-	change := func(shard, epoch uint32, gain bool) {
-		if gain {
-			held++
-		} else {
-			held--
-		}
-		met.change(gain, held)
+	apply := func(shard, epoch uint32, gain bool) {
 		r := shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
 		src.request(r)
 		select { // the step goroutine takes it within one step
@@ -339,6 +367,65 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 		case <-srvStopped:
 		}
 		log.Info(map[bool]string{true: "shard gained", false: "shard lost"}[gain], "shard", shard, "epoch", epoch)
+	}
+	// A shard handed on to another authority is stepped on until the
+	// front shows the new holder's frames of it (the standby sees them) or
+	// HandOffWait has passed: make before break, so that observers see no
+	// gap while it changes hands.
+	type handOff struct{ stop, done chan struct{} }
+	var (
+		hmu      sync.Mutex
+		handoffs = map[uint32]handOff{}
+		handing  sync.WaitGroup
+	)
+	stopHandOffs := func() {
+		hmu.Lock()
+		for s, ho := range handoffs {
+			close(ho.stop)
+			delete(handoffs, s)
+		}
+		hmu.Unlock()
+	}
+	defer handing.Wait() // before the server stops
+	change := func(shard, epoch uint32, gain bool) {
+		if gain {
+			held++
+		} else {
+			held--
+		}
+		met.change(gain, held)
+		hmu.Lock()
+		ho, pending := handoffs[shard]
+		delete(handoffs, shard)
+		hmu.Unlock()
+		if pending { // the shard comes back before its hand-off ended
+			close(ho.stop)
+			<-ho.done
+		}
+		next, ok := tb.Shard(shard)
+		if gain || !ok || next.Holder == cfg.Name || next.Epoch <= epoch {
+			apply(shard, epoch, gain)
+			return
+		}
+		ho = handOff{stop: make(chan struct{}), done: make(chan struct{})}
+		hmu.Lock()
+		handoffs[shard] = ho
+		hmu.Unlock()
+		handing.Add(1)
+		go func() {
+			defer handing.Done()
+			defer close(ho.done)
+			wait := time.NewTimer(m.HandOffWait())
+			defer wait.Stop()
+			sb.shown(shard, next.Epoch, wait.C, ho.stop)
+			apply(shard, epoch, false)
+			hmu.Lock()
+			if cur, ok := handoffs[shard]; ok && cur.done == ho.done {
+				delete(handoffs, shard)
+			}
+			hmu.Unlock()
+		}()
+		log.Info("shard handed on; stepping it until the next holder's frames show", "shard", shard, "epoch", epoch, "to", next.Holder)
 	}
 	serveCtx, stopServe := context.WithCancel(context.Background())
 	var serveErr error
@@ -354,6 +441,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	defer func() { stopServe(); <-served }()
 	select {
 	case <-served:
+		stopHandOffs() // fenced: stop stepping everything now
 		return fmt.Errorf("cluster: authority %s: %w", cfg.Name, serveErr)
 	case <-srvStopped:
 		return srvErr
@@ -361,6 +449,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	}
 	if errors.Is(context.Cause(ctx), ErrAbandon) {
 		m.Abandon()
+		stopHandOffs()
 		return nil
 	}
 	// Drain: leave, and let Serve hand every shard on.

@@ -248,6 +248,7 @@ func TestClusterOverQUIC(t *testing.T) {
 
 	// Drain: b stops with a goodbye; c takes everything at once.
 	moved := tb.Held("b")
+	before, within := frontGaps(t, "f", 0.05)
 	drained := time.Now()
 	if err := b.stop(nil); err != nil {
 		t.Fatalf("drain: %v", err)
@@ -263,6 +264,8 @@ func TestClusterOverQUIC(t *testing.T) {
 		t.Errorf("an island jumped %.2f m across the drain", jumps[len(jumps)-1])
 	}
 	t.Logf("drain: %d islands of %d shards back after p50 %v, max %v; silent p50 %v, max %v; jump p50 %.3f m, max %.3f m", len(gaps), len(moved), gaps[len(gaps)/2], gaps[len(gaps)-1], quiet[len(quiet)/2], quiet[len(quiet)-1], jumps[len(jumps)/2], jumps[len(jumps)-1])
+	after, withinAfter := frontGaps(t, "f", 0.05)
+	t.Logf("drain at the front: %d of %d hand-offs relayed within 50 ms of the old lease's last frame", withinAfter-within, after-before)
 
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
@@ -319,6 +322,32 @@ func heldBy(tb *Table, shards []uint32, names ...string) func() bool {
 		}
 		return true
 	}
+}
+
+// frontGaps reads a front's hand-off gap histogram: how many hand-offs it
+// relayed, and how many within le seconds (a bucket bound).
+func frontGaps(t *testing.T, node string, le float64) (n, within uint64) {
+	t.Helper()
+	v, _ := registries.Load(node)
+	mfs, err := v.(*prometheus.Registry).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "islandsync_cluster_handoff_gap_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			h := m.GetHistogram()
+			n = h.GetSampleCount()
+			for _, b := range h.GetBucket() {
+				if b.GetUpperBound() == le {
+					within = b.GetCumulativeCount()
+				}
+			}
+		}
+	}
+	return n, within
 }
 
 // islandGaps returns, sorted, how long after since each island of shards

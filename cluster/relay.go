@@ -11,9 +11,12 @@ import (
 	"github.com/islandsync/islandsync/validator"
 )
 
-// Fence says whether a lease or frame may be forwarded (Table.Admit).
+// Fence says whether a lease or frame may be forwarded (Table.Admit), and
+// whether frames of a lease already forwarded may still be while its
+// holder hands the shard on (Table.Handing).
 type Fence interface {
 	Admit(shard uint32, holder string, epoch uint32) bool
+	Handing(shard uint32, holder string, epoch uint32) bool
 }
 
 // RelayConfig sets a Relay up. Zero fields mean the documented defaults.
@@ -359,7 +362,10 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 		if !onCadence && !(o.fresh && o.lastOut == 0) {
 			continue
 		}
-		if !r.cfg.Fence.Admit(o.shard, o.holder, o.epoch) {
+		// While the holder hands the shard on, its frames go on until the
+		// next holder's lease arrives and replaces it here: observers see
+		// no gap while the shard changes hands.
+		if !r.cfg.Fence.Admit(o.shard, o.holder, o.epoch) && !r.cfg.Fence.Handing(o.shard, o.holder, o.epoch) {
 			o.orphan += int(r.every)
 			if o.fresh {
 				r.stats.FencedFrames++

@@ -19,6 +19,9 @@ func (f fence) Admit(shard uint32, holder string, epoch uint32) bool {
 	return ok && h.Holder == holder && epoch >= h.Epoch
 }
 
+// Handing: the test's fence records no hand-off.
+func (f fence) Handing(uint32, string, uint32) bool { return false }
+
 // link is one in-process connection: a broadcaster to one receiver, no
 // loss, feedback at every step.
 type link struct {

@@ -40,9 +40,12 @@ type Hooks struct {
 	// member is fenced.
 	Gain func(shard, epoch uint32)
 	// Lose: the member must stop stepping and sending the shard's islands
-	// now. Serve calls it before it releases a shard (so a drain can hand
-	// the islands' state on first), and when the shard was taken from it
-	// (its key expired or was deleted).
+	// now. Serve calls it when the shard was taken from it (its key
+	// expired or was deleted), and after it released the shard for another
+	// authority (a drain, a rebalance) once that one has claimed it — make
+	// before break: the islands keep moving until their next holder steps
+	// them — or once HandOffWait has passed without a claim, or at once
+	// when no other authority is registered.
 	Lose func(shard, epoch uint32)
 }
 
@@ -57,17 +60,20 @@ var ErrDrained = errors.New("cluster: member drained")
 // everything (ErrDrained). Every shard it holds is lost (Hooks.Lose) when
 // it returns. shards lists the world's shards.
 func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) error {
-	held := map[uint32]uint32{} // shard → epoch
-	seen := false               // the table has shown this member's registration
-	lose := func(s uint32) {
+	held := map[uint32]uint32{}      // shard → epoch
+	handing := map[uint32]handOver{} // shards released, still stepped until claimed
+	seen := false                    // the table has shown this member's registration
+	lose := func(s, epoch uint32) {
 		if h.Lose != nil {
-			h.Lose(s, held[s])
+			h.Lose(s, epoch)
 		}
-		delete(held, s)
 	}
 	defer func() {
 		for _, s := range sortedKeys(held) {
-			lose(s)
+			lose(s, held[s])
+		}
+		for s, ho := range handing {
+			lose(s, ho.epoch)
 		}
 	}()
 	for {
@@ -87,19 +93,46 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 		if !seen {
 			auths = nil
 		}
+		others := slices.DeleteFunc(slices.Clone(auths), func(a string) bool { return a == m.cfg.Name })
+		now := time.Now()
+		var wake time.Time // the earliest hand-off deadline
 		for _, s := range shards {
 			cur, taken := t.Shard(s)
+			if ho, ok := handing[s]; ok {
+				// Released: keep stepping until the next holder claims it,
+				// nobody else can, the wait is over, or it is ours again.
+				if taken && cur.Lease != m.lease || Owner(s, others) == "" || !now.Before(ho.until) ||
+					!left && Owner(s, auths) == m.cfg.Name {
+					lose(s, ho.epoch)
+					delete(handing, s)
+				} else {
+					if wake.IsZero() || ho.until.Before(wake) {
+						wake = ho.until
+					}
+					continue
+				}
+			}
 			ep, mine := held[s]
 			switch {
-			case mine && (!taken || cur.Epoch != ep):
-				// The key expired or was deleted behind our back: stop.
-				lose(s)
+			case mine && t.Rev() >= int64(ep) && (!taken || cur.Epoch != ep):
+				// The key expired or was deleted behind our back: stop. (A
+				// table that has not yet seen the claim, at revision ep,
+				// shows nothing of it.)
+				lose(s, ep)
+				delete(held, s)
 			case mine && (left || Owner(s, auths) != m.cfg.Name):
-				lose(s)
-				if _, err := m.Release(ctx, s, ep); err != nil && ctx.Err() == nil {
-					// The shard is not ours any more either way; etcd lets it
-					// go with the lease if the release did not reach it.
+				delete(held, s)
+				ok, err := m.Release(ctx, s, ep)
+				if err != nil || !ok || Owner(s, others) == "" {
+					// Not released (etcd lets it go with the lease if the
+					// release did not reach it), or nobody to hand it to.
+					lose(s, ep)
 					continue
+				}
+				until := now.Add(m.HandOffWait())
+				handing[s] = handOver{epoch: ep, until: until}
+				if wake.IsZero() || until.Before(wake) {
+					wake = until
 				}
 			case !mine && !left && !taken && Owner(s, auths) == m.cfg.Name:
 				e, err := m.Claim(ctx, s)
@@ -126,12 +159,16 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 				}
 			}
 		}
-		if seen && left && len(held) == 0 {
+		if seen && left && len(held) == 0 && len(handing) == 0 {
 			return ErrDrained
 		}
 		var again <-chan time.Time
 		if retry {
 			again = time.After(m.ttl / 10)
+		}
+		var handOff <-chan time.Time
+		if !wake.IsZero() {
+			handOff = time.After(time.Until(wake))
 		}
 		select {
 		case <-ctx.Done():
@@ -140,9 +177,21 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 			return m.Err()
 		case <-changed:
 		case <-again:
+		case <-handOff:
 		}
 	}
 }
+
+// handOver is a shard released for its next holder and still stepped.
+type handOver struct {
+	epoch uint32
+	until time.Time // stop stepping by then, claimed or not
+}
+
+// HandOffWait is how long Serve keeps stepping a shard it released for
+// another authority while that one has not claimed it: half the TTL, so
+// that a drain ends well within it.
+func (m *Member) HandOffWait() time.Duration { return m.ttl / 2 }
 
 func sortedKeys(m map[uint32]uint32) []uint32 {
 	out := make([]uint32, 0, len(m))

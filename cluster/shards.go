@@ -64,13 +64,19 @@ func (m *Member) Claim(ctx context.Context, shard uint32) (uint32, error) {
 
 // Release gives shard up at once, for a drain or a rebalance: the key is
 // deleted only if it is still the one created at epoch, so a release that
-// comes late never deletes a later holder's claim. It reports whether it
-// deleted anything.
+// comes late never deletes a later holder's claim. In the same transaction
+// it records the hand-off (P handoff/<n>, bound to the member's lease, so
+// it ends with the member's session; the shard's next release replaces
+// it): while it stands, fences keep handing out the frames of the
+// member's leases they forwarded until the next holder's arrive
+// (Table.Handing), so the member may keep stepping the shard until then.
+// It reports whether it deleted anything.
 func (m *Member) Release(ctx context.Context, shard, epoch uint32) (bool, error) {
 	key := shardKey(m.cfg.Prefix, shard)
 	r, err := m.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(epoch)),
 		clientv3.Compare(clientv3.LeaseValue(key), "=", m.lease)).
-		Then(clientv3.OpDelete(key)).Commit()
+		Then(clientv3.OpDelete(key),
+			clientv3.OpPut(handOffKey(m.cfg.Prefix, shard), handOffValue(m.cfg.Name, epoch), clientv3.WithLease(m.lease))).Commit()
 	if err != nil {
 		return false, fmt.Errorf("cluster: release shard %d: %w", shard, err)
 	}

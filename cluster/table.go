@@ -37,6 +37,7 @@ type Table struct {
 
 	mu      sync.Mutex
 	shards  map[uint32]Holding
+	handing map[uint32]Holding   // shards released for their next holder: the releasing holder and epoch
 	members [3]map[string]string // by Role: name → address
 	rev     int64
 	changed chan struct{} // closed at the next change
@@ -70,7 +71,7 @@ func (t *Table) load(ctx context.Context, cli *clientv3.Client) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.shards = map[uint32]Holding{}
+	t.shards, t.handing = map[uint32]Holding{}, map[uint32]Holding{}
 	for i := range t.members {
 		t.members[i] = map[string]string{}
 	}
@@ -150,6 +151,15 @@ func (t *Table) put(key string, value []byte, created, lease int64) {
 			return
 		}
 		t.shards[n] = Holding{Holder: string(value), Epoch: ep, Lease: clientv3.LeaseID(lease)}
+	case strings.HasPrefix(rest, keyHandOff):
+		n, ok := parseShard(rest[len(keyHandOff):])
+		h, okv := parseHandOff(string(value))
+		if !ok || !okv {
+			t.stats.Ignored++
+			return
+		}
+		h.Lease = clientv3.LeaseID(lease)
+		t.handing[n] = h // at most MaxShards: n is below it
 	case strings.HasPrefix(rest, keyMembers):
 		r, name, ok := parseMember(rest[len(keyMembers):])
 		if !ok || len(value) > MaxAddr {
@@ -171,9 +181,18 @@ func (t *Table) del(key string) {
 	rest, _ := strings.CutPrefix(key, t.prefix)
 	if n, ok := parseShard(strings.TrimPrefix(rest, keyShards)); ok && strings.HasPrefix(rest, keyShards) {
 		delete(t.shards, n)
+	} else if n, ok := parseShard(strings.TrimPrefix(rest, keyHandOff)); ok && strings.HasPrefix(rest, keyHandOff) {
+		delete(t.handing, n)
 	} else if r, name, ok := parseMember(strings.TrimPrefix(rest, keyMembers)); ok && strings.HasPrefix(rest, keyMembers) {
 		delete(t.members[r], name)
 	}
+}
+
+// Rev returns the etcd revision the table is current to.
+func (t *Table) Rev() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rev
 }
 
 // Shard returns who holds shard n.
@@ -190,11 +209,29 @@ func (t *Table) Shard(n uint32) (Holding, bool) {
 // holds the shard now and epoch is at least the shard's epoch (the key's
 // creation revision): the holder may hand an island on within itself,
 // which raises the island's epoch past it, but any earlier holder's
-// epochs lie below it. A shard nobody holds admits nothing.
+// epochs lie below it. A shard nobody holds admits nothing (but see
+// Handing).
 func (t *Table) Admit(n uint32, holder string, epoch uint32) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h, ok := t.shards[n]; ok && h.Holder == holder && epoch >= h.Epoch {
+		t.stats.Admitted++
+		return true
+	}
+	t.stats.Refused++
+	return false
+}
+
+// Handing says whether holder released shard n for its next holder
+// (Member.Release) at or below epoch, and its session is still alive: it
+// keeps stepping the shard until the next holder's frames are out (make
+// before break), and a front keeps handing out the frames of a lease of
+// holder's it already forwarded, epoch and up, until the next holder's
+// lease arrives. Handing admits no lease. It is counted with Admit.
+func (t *Table) Handing(n uint32, holder string, epoch uint32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h, ok := t.handing[n]; ok && h.Holder == holder && epoch >= h.Epoch {
 		t.stats.Admitted++
 		return true
 	}
