@@ -12,6 +12,8 @@ func FuzzTableKeys(f *testing.F) {
 	const p = "/w/"
 	for _, seed := range [][2]string{
 		{shardKey(p, 3), "auth-1"},
+		{handOffKey(p, 3), handOffValue("auth-1", 9)},
+		{handOffKey(p, 4), "auth-1 09"},
 		{memberKey(p, Authority, "a"), registration{addr: "127.0.0.1:4242", fingerprint: strings.Repeat("ab", 32)}.String()},
 		{memberKey(p, Authority, "b"), registration{addr: dialsOut, fingerprint: strings.Repeat("cd", 32)}.String()},
 		{memberKey(p, Front, "g"), registration{addr: "127.0.0.1:4242", fingerprint: strings.Repeat("ef", 32), uplink: "127.0.0.1:4243"}.String()},
@@ -24,7 +26,7 @@ func FuzzTableKeys(f *testing.F) {
 		f.Add(seed[0], []byte(seed[1]), int64(5), false)
 	}
 	f.Fuzz(func(t *testing.T, key string, value []byte, created int64, del bool) {
-		tb := &Table{prefix: p, shards: map[uint32]Holding{}, changed: make(chan struct{})}
+		tb := &Table{prefix: p, shards: map[uint32]Holding{}, handing: map[uint32]Holding{}, changed: make(chan struct{})}
 		for i := range tb.members {
 			tb.members[i] = map[string]string{}
 		}
@@ -35,6 +37,11 @@ func FuzzTableKeys(f *testing.F) {
 		for n, h := range tb.shards {
 			if n >= MaxShards || checkName(h.Holder) != nil || h.Epoch == 0 {
 				t.Fatalf("shard %d taken as %+v from %q = %q", n, h, key, value)
+			}
+		}
+		for n, h := range tb.handing {
+			if n >= MaxShards || checkName(h.Holder) != nil || h.Epoch == 0 {
+				t.Fatalf("hand-off of shard %d taken as %+v from %q = %q", n, h, key, value)
 			}
 		}
 		for r := range tb.members {
