@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -291,15 +292,7 @@ func serve(t *testing.T, m *Member, tb *Table, shards []uint32) *holder {
 func (h *holder) holding() map[uint32]uint32 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return maps(h.held)
-}
-
-func maps(m map[uint32]uint32) map[uint32]uint32 {
-	out := map[uint32]uint32{}
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(h.held)
 }
 
 func span(n int) []uint32 {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/islandsync/islandsync/internal/livestate"
 	"github.com/islandsync/islandsync/internal/quantile"
 	"github.com/islandsync/islandsync/netsim"
 
@@ -96,14 +97,31 @@ type observer struct {
 	addr      string    // the front it is connected to
 	measure   bool      // record snapshot ages
 	ages      []float64 // snapshot ages, ms, of renders not Waiting
+	ask       chan chan livestate.State
+	light     bool // no jumps: the positions of every member are not kept
 	cancel    context.CancelFunc
 	done      chan error
+}
+
+// state returns what the observer's receiver holds, read at its next tick.
+func (o *observer) state() livestate.State {
+	c := make(chan livestate.State, 1)
+	o.ask <- c
+	return <-c
+}
+
+// serverState returns what an authority's server holds.
+func serverState(s *transport.Server) livestate.State {
+	st := livestate.New()
+	s.Live(st.Identity, st.Lease, st.Manifest)
+	return st
 }
 
 func watch(t *testing.T, front *node, fallback ...*node) *observer {
 	t.Helper()
 	o := &observer{newest: map[uint32]uint32{}, firstAt: map[uint32]time.Time{}, lastAt: map[uint32]time.Time{},
-		silences: map[uint32]time.Duration{}, jumps: map[uint32]float64{}, pos: map[island.MemberID][2]float64{}, done: make(chan error, 1)}
+		silences: map[uint32]time.Duration{}, jumps: map[uint32]float64{}, pos: map[island.MemberID][2]float64{}, done: make(chan error, 1),
+		ask: make(chan chan livestate.State), light: lightWatchers}
 	tlsc, err := transport.ClientTLS("", "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +139,7 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 			defer o.mu.Unlock()
 			o.commits++
 			now := time.Now()
-			if e, seen := o.newest[k.Island]; seen && k.Epoch > e {
+			if e, seen := o.newest[k.Island]; seen && k.Epoch > e && !o.light {
 				// How far the island's bodies jumped across the hand-off.
 				jump := 0.0
 				for i := range f.Len() {
@@ -131,7 +149,7 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 				}
 				o.jumps[k.Island] = jump
 			}
-			if e, seen := o.newest[k.Island]; !seen || k.Epoch >= e {
+			if e, seen := o.newest[k.Island]; (!seen || k.Epoch >= e) && !o.light {
 				for i := range f.Len() {
 					o.pos[f.ID(i)] = [2]float64{f.State(i).X, f.State(i).Y}
 				}
@@ -164,6 +182,11 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 				o.ages = append(o.ages, float64(c.SnapshotAge)/1000)
 			}
 			o.halves += tk.HalfFrames
+			select {
+			case c := <-o.ask:
+				c <- livestate.Of(tk.Receiver)
+			default:
+			}
 			switch st := tk.Receiver.Clock().State; {
 			case st != store.Waiting:
 				o.playing = true
@@ -371,6 +394,10 @@ func islandGaps(o *observer, shards []uint32, n int, since time.Time) (gaps, sil
 	}
 	return gaps, silences, jumps
 }
+
+// lightWatchers makes watch keep no positions (no jumps): many watchers
+// in one test cost less.
+var lightWatchers bool
 
 // registries holds each node's metrics, shown when a test waits in vain.
 var registries sync.Map

@@ -54,25 +54,26 @@ type RelayStats struct {
 	FencedLeases  uint64 // leases refused: not from the shard's holder, or below its epoch, for ForgetAfter Steps
 	FencedControl uint64 // island messages refused: their island is not leased from that upstream
 	FencedFrames  uint64 // frames refused: not under the forwarded lease, or no longer admitted
-	Forgotten     uint64 // islands forgotten because their shard moved and nobody restated them
+	Forgotten     uint64 // islands forgotten because their shard moved and the new holder did not restate them: after ForgetAfter, or at once when its manifests claim their members
 	Refused       uint64 // control messages that did not parse, past MaxIslands, or past the bytes waiting for a Step
 }
 
 // owned is what the relay forwards for one island: whose lease, and its
 // newest frame.
 type owned struct {
-	holder  string
-	epoch   uint32
-	owner   island.SenderID
-	frame   island.Frame
-	fresh   bool  // frame not handed out yet
-	has     bool  // frame holds a frame
-	orphan  int   // Steps since the shard stopped admitting this lease
-	lastOut int64 // the Step that handed out the island's last frame; 0 none
-	prevOut int64 // lastOut under the lease before this one; 0 none
-	shard   uint32
-	members []island.Member // frame's members
-	sent    []island.Member // the members of the frame handed out last
+	holder   string
+	epoch    uint32
+	owner    island.SenderID
+	frame    island.Frame
+	fresh    bool  // frame not handed out yet
+	has      bool  // frame holds a frame
+	orphan   int   // Steps since the shard stopped admitting this lease
+	lastOut  int64 // the Step that handed out the island's last frame; 0 none
+	prevOut  int64 // lastOut under the lease before this one; 0 none
+	shard    uint32
+	members  []island.Member   // frame's members
+	sent     []island.Member   // the members of the frame handed out last
+	manifest []island.MemberID // the members its last manifest forwarded lists
 }
 
 // parkKey names a lease waiting for the fence: whose, which island.
@@ -119,6 +120,7 @@ type Relay struct {
 	pendingBytes int
 	firstDue     bool // an island's first frame under its lease waits
 	islands      map[uint32]*owned
+	memberOf     map[island.MemberID]uint32 // each member's island, as the manifests forwarded list it
 	parked       map[parkKey]*parked
 	stats        RelayStats
 
@@ -145,7 +147,8 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	}
 	cfg.Control = cfg.Control.WithDefaults()
 	every := max(cfg.Period*int64(cfg.StepRate)/1_000_000, 1)
-	return &Relay{cfg: cfg, every: every, islands: map[uint32]*owned{}, parked: map[parkKey]*parked{}}, nil
+	return &Relay{cfg: cfg, every: every, islands: map[uint32]*owned{}, parked: map[parkKey]*parked{},
+		memberOf: map[island.MemberID]uint32{}}, nil
 }
 
 // Period returns the broadcast period, µs.
@@ -234,10 +237,68 @@ func (u *Upstream) Control(raw []byte) {
 		r.stats.FencedControl++
 		return
 	}
-	if _, ok := m.(codec.Forget); ok {
-		delete(r.islands, id)
+	r.pass(u.holder, id, m)
+}
+
+// maxMembers caps the members the relay follows through manifests; past
+// it, it stops taking new ones (stale islands then go only by ForgetAfter).
+const maxMembers = 1 << 20
+
+// pass forwards one message about island id from holder, which holds its
+// forwarded lease; mu held. A manifest that lists a member of an island
+// another holder still has here — one its new holder did not restate, say
+// the half of a bridge that broke off under the old holder — forgets that
+// island first: two islands would otherwise place the same bodies, and an
+// observer show one of them torn. The holder's own islands it leaves to
+// the holder, which restructures them in order.
+func (r *Relay) pass(holder string, id uint32, m codec.Message) {
+	switch m := m.(type) {
+	case codec.Forget:
+		r.drop(id)
+	case codec.Manifest:
+		for _, mid := range m.Members {
+			prev, ok := r.memberOf[mid]
+			if !ok || prev == id {
+				continue
+			}
+			if p := r.islands[prev]; p != nil && p.holder != holder {
+				var t island.Time
+				if p.has {
+					t = p.frame.Time
+				}
+				r.forward(codec.Forget{Island: prev, Time: t})
+				r.drop(prev)
+				r.stats.Forgotten++
+			}
+		}
+		if o := r.islands[id]; o != nil {
+			for _, mid := range o.manifest {
+				if r.memberOf[mid] == id {
+					delete(r.memberOf, mid)
+				}
+			}
+			o.manifest = append(o.manifest[:0], m.Members...)
+			if len(r.memberOf)+len(m.Members) <= maxMembers {
+				for _, mid := range m.Members {
+					r.memberOf[mid] = id
+				}
+			}
+		}
 	}
 	r.forward(m)
+}
+
+// drop forgets island id here, with the members its manifest listed; mu
+// held.
+func (r *Relay) drop(id uint32) {
+	if o := r.islands[id]; o != nil {
+		for _, mid := range o.manifest {
+			if r.memberOf[mid] == id {
+				delete(r.memberOf, mid)
+			}
+		}
+		delete(r.islands, id)
+	}
 }
 
 // lease takes an admitted lease of holder's and forwards it; mu held.
@@ -271,7 +332,7 @@ func (r *Relay) unpark() {
 			delete(r.parked, k)
 			if r.lease(k.holder, p.lease) {
 				for _, m := range p.msgs {
-					r.forward(m)
+					r.pass(k.holder, k.island, m)
 				}
 			}
 		case p.age >= r.cfg.ForgetAfter:
@@ -377,7 +438,7 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 					t = o.frame.Time
 				}
 				r.msgs = append(r.msgs, codec.Forget{Island: id, Time: t})
-				delete(r.islands, id)
+				r.drop(id)
 				r.stats.Forgotten++
 			}
 			continue

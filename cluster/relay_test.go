@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/islandsync/islandsync/broadcast"
@@ -182,4 +183,67 @@ func TestRelayFailover(t *testing.T) {
 		}
 	}
 	t.Logf("relay: %+v; observer committed %d frames before, %d after", st, before, obs.rx.Stats().FramesCommitted-before)
+}
+
+// TestRelayForgetsOverlapped: the bridge of "break" splits in two under
+// authority a; b takes the shard and, starting the scenario over, states
+// one whole bridge. The half a split off is nobody's now, and b's manifest
+// claims its planks: the relay forgets it as it forwards b's manifest, not
+// ForgetAfter later, so that no observer places one plank from two islands.
+// (The broken-off half's id, 21, is its lowest plank's.)
+func TestRelayForgetsOverlapped(t *testing.T) {
+	scs, err := scenario.Pick("break")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := fence{0: {Holder: "a", Epoch: 100}}
+	a, _ := scenario.NewShardAuthority(scs, 20, 0)
+	_ = a.Gain(0, 100, nil)
+	relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(uint32) uint32 { return 0 }, Fence: fn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := newLink(t, 0x5eed, a.Period(), receiver.Config{})
+	upA := newLink(t, 1, a.Period(), relay.Upstream("a").Hooks(receiver.Config{}))
+	var now int64
+	step := func(src *scenario.Authority, up *link) {
+		now += 1_000_000 / scenario.StepHz
+		msgs, frames := src.Step()
+		up.carry(now, msgs, frames)
+		msgs, frames = relay.Step()
+		obs.carry(now, msgs, frames)
+	}
+	for range 3 * scenario.StepHz { // the bridge breaks at 2 s
+		step(a, upA)
+	}
+	if n := len(obs.rx.Islands()); n != 2 {
+		t.Fatalf("the observer knows %d islands after the break, want its 2 halves", n)
+	}
+	fn[0] = Holding{Holder: "b", Epoch: 200}
+	b, _ := scenario.NewShardAuthority(scs, 20, a.Time())
+	_ = b.Gain(0, 200, nil)
+	upB := newLink(t, 2, b.Period(), relay.Upstream("b").Hooks(receiver.Config{}))
+	for range 3 {
+		step(b, upB)
+	}
+	if _, ok := relay.islands[21]; ok || relay.Stats().Forgotten != 1 {
+		t.Fatalf("three steps after b's manifests the relay still keeps the broken-off half: %+v", relay.Stats())
+	}
+	// The observer ends the half at its last frame's time, once its
+	// playout gets there: well before ForgetAfter (2 s).
+	for range scenario.StepHz / 2 {
+		step(b, upB)
+	}
+	var want []uint32
+	for _, w := range b.Worlds() {
+		for _, is := range w.Islands() {
+			want = append(want, is.ID)
+		}
+	}
+	if got := obs.rx.Islands(); !slices.Equal(got, want) {
+		t.Fatalf("half a second after b's manifests the observer knows islands %v, want b's %v", got, want)
+	}
+	if st := relay.Stats(); st.Forgotten != 1 {
+		t.Fatalf("relay forgot %d islands, want the broken-off half", st.Forgotten)
+	}
 }

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/islandsync/islandsync/codec"
-	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/internal/livestate"
 	"github.com/islandsync/islandsync/netsim"
 	"github.com/islandsync/islandsync/receiver"
 	"github.com/islandsync/islandsync/scenario"
@@ -21,30 +20,11 @@ import (
 
 var soak = flag.Duration("soak", 0, "run the end-to-end test this long instead of a few seconds")
 
-// state is what an observer (or the server) holds as control state.
-type state struct {
-	ids       map[island.MemberID]bool
-	leases    map[uint32]island.Lease
-	manifests map[uint32]string
-}
-
-func newState() state {
-	return state{ids: map[island.MemberID]bool{}, leases: map[uint32]island.Lease{}, manifests: map[uint32]string{}}
-}
-
-func (s state) equal(o state) bool {
-	return maps.Equal(s.ids, o.ids) && maps.Equal(s.leases, o.leases) && maps.Equal(s.manifests, o.manifests)
-}
-
-func manifestKey(m island.Manifest) string {
-	return fmt.Sprint(m.Island, m.Topology, m.Config, m.Members)
-}
-
 type watchResult struct {
 	halfFrames int
 	committed  uint64
 	simBodies  int // bodies in the watcher's local simulations (from Physics messages)
-	state      state
+	state      livestate.State
 }
 
 // TestEndToEndQUIC: one server running every scenario, 32 watchers over
@@ -150,7 +130,7 @@ func TestEndToEndQUIC(t *testing.T) {
 				res.state = st
 				res.committed = tk.Receiver.Stats().FramesCommitted
 				res.simBodies = tk.Receiver.Stats().SimBodies
-				if st.equal(serverState(srv)) {
+				if st.Equal(serverState(srv)) {
 					taken = true
 					snapshot <- i
 				}
@@ -208,7 +188,7 @@ func TestEndToEndQUIC(t *testing.T) {
 		if r.simBodies == 0 {
 			t.Errorf("watcher %d simulates no island: no Physics message reached it", i)
 		}
-		if !r.state.equal(want) {
+		if !r.state.Equal(want) {
 			t.Errorf("watcher %d: state differs from the server's", i)
 		}
 	}
@@ -227,30 +207,15 @@ func TestEndToEndQUIC(t *testing.T) {
 	}
 }
 
-func observerState(tk *Tick) state {
-	st := newState()
-	rx := tk.Receiver
-	rx.Identities(func(id island.MemberID) { st.ids[id] = true })
-	for _, isl := range rx.Islands() {
-		if l, ok := rx.Lease(isl); ok {
-			st.leases[isl] = l
-		}
-		if m, ok := rx.Manifest(isl); ok {
-			st.manifests[isl] = manifestKey(m)
-		}
-	}
-	return st
-}
+func observerState(tk *Tick) livestate.State { return livestate.Of(tk.Receiver) }
 
 var serverStateMu sync.Mutex
 
-func serverState(s *Server) state {
+func serverState(s *Server) livestate.State {
 	serverStateMu.Lock()
 	defer serverStateMu.Unlock()
-	st := newState()
-	s.Live(func(id island.MemberID) { st.ids[id] = true },
-		func(l island.Lease) { st.leases[l.Island] = l },
-		func(m island.Manifest) { st.manifests[m.Island] = manifestKey(m) })
+	st := livestate.New()
+	s.Live(st.Identity, st.Lease, st.Manifest)
 	return st
 }
 

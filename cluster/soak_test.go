@@ -1,0 +1,165 @@
+package cluster
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/islandsync/islandsync/scenario"
+)
+
+var (
+	soak          = flag.Bool("soak", false, "run TestClusterSoak: two fronts, 16 watchers, fencing, crash, drain and front loss")
+	soakScenarios = flag.String("soak-scenarios", "all", "TestClusterSoak: the world's scenarios")
+)
+
+// TestClusterSoak is the cluster's whole story at once, over QUIC on
+// 127.0.0.1 with an embedded etcd: every scenario, two authorities, two
+// fronts and 16 watchers (8 on each front, the other as fallback).
+//
+//  1. Fencing: a's etcd lease is revoked while it runs; it stops within its
+//     TTL, and what it still sends is refused and counted.
+//  2. A third authority c joins; b and c share.
+//  3. Crash: b stops without a goodbye; c takes its islands after the TTL.
+//  4. A fourth authority d joins; c and d share.
+//  5. Drain: c stops with a goodbye; d takes its islands at once.
+//  6. Front loss: f1 stops; its watchers move to f2 and play on.
+//
+// After each, every watcher has every island of every shard under the
+// shard's current epoch. At the end no watcher has shown a half-frame or
+// committed a frame of an older epoch after a newer one, and every watcher
+// holds exactly the identities, leases and manifests of the one authority
+// left. A measurement with figures: run it with -soak -v.
+func TestClusterSoak(t *testing.T) {
+	if !*soak {
+		t.Skip("a soak: go test ./cluster -run TestClusterSoak -soak -v")
+	}
+	scs, err := scenario.Pick(*soakScenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cli := world(t)
+	tb := watchTable(t, cli, p)
+	shards := span(len(scs))
+	lightWatchers = true
+	t.Cleanup(func() { lightWatchers = false })
+	a := startNode(t, p, "a", Authority, scs)
+	b := startNode(t, p, "b", Authority, scs)
+	f1 := startNode(t, p, "f1", Front, scs)
+	f2 := startNode(t, p, "f2", Front, scs)
+	var obs []*observer
+	for i := range 16 {
+		if i%2 == 0 {
+			obs = append(obs, watch(t, f1, f2))
+		} else {
+			obs = append(obs, watch(t, f2, f1))
+		}
+	}
+	everyone := func(what string) {
+		t.Helper()
+		for i, o := range obs {
+			await(t, fmt.Sprintf("watcher %d: %s", i, what), observed(o, tb, len(scs)))
+		}
+	}
+	await(t, "a and b share", heldBy(tb, shards, "a", "b"))
+	everyone("every shard from a and b")
+	// gaps reports, over every watcher, how long after since each island
+	// of shards committed under its new epoch, and how long it went
+	// without frames across the hand-off.
+	gaps := func(what string, moved []uint32, since time.Time) {
+		var back, quiet []time.Duration
+		for _, o := range obs {
+			g, q, _ := islandGaps(o, moved, len(scs), since)
+			back, quiet = append(back, g...), append(quiet, q...)
+		}
+		slices.Sort(back)
+		slices.Sort(quiet)
+		t.Logf("%s: %d island hand-offs over 16 watchers, back after p50 %v, max %v; silent p50 %v, max %v",
+			what, len(back), back[len(back)/2], back[len(back)-1], quiet[len(quiet)/2], quiet[len(quiet)-1])
+	}
+
+	// moveAll stops n — a drain (cause nil) or a crash (ErrAbandon) — and
+	// waits until heir holds every shard and every watcher has them.
+	moveAll := func(what string, n *node, cause error, heir string) {
+		moved, since := tb.Held(n.name), time.Now()
+		if err := n.stop(cause); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		await(t, heir+" holds everything", heldBy(tb, shards, heir))
+		everyone("every shard from " + heir)
+		gaps(what, moved, since)
+	}
+
+	// 1. Fencing.
+	fenced0 := counter(t, "f1", "islandsync_cluster_fenced_total", "frame") + counter(t, "f2", "islandsync_cluster_fenced_total", "frame")
+	held := tb.Held("a")
+	h, _ := tb.Shard(held[0])
+	revoked := time.Now()
+	if _, err := cli.Revoke(context.Background(), h.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-a.done; err == nil {
+		t.Fatal("a fenced authority exited without an error")
+	}
+	a.done = nil
+	stopped := time.Since(revoked)
+	await(t, "b holds everything", heldBy(tb, shards, "b"))
+	everyone("every shard from b")
+	fenced := counter(t, "f1", "islandsync_cluster_fenced_total", "frame") + counter(t, "f2", "islandsync_cluster_fenced_total", "frame") - fenced0
+	t.Logf("fencing: a stopped %v after its lease was revoked (TTL 2 s); the fronts refused %v of its frames", stopped, fenced)
+	gaps("fencing", held, revoked)
+
+	// 2–3. c joins; b crashes.
+	c := startNode(t, p, "c", Authority, scs)
+	await(t, "b and c share", heldBy(tb, shards, "b", "c"))
+	everyone("every shard from b and c")
+	moveAll("crash (TTL 2 s)", b, ErrAbandon, "c")
+
+	// 4–5. d joins; c drains.
+	d := startNode(t, p, "d", Authority, scs)
+	await(t, "c and d share", heldBy(tb, shards, "c", "d"))
+	everyone("every shard from c and d")
+	moveAll("drain", c, nil, "d")
+
+	// 6. Front loss.
+	for _, o := range obs {
+		o.mu.Lock()
+		o.waiting = false
+		o.mu.Unlock()
+	}
+	if err := f1.stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range obs {
+		await(t, fmt.Sprintf("watcher %d on f2", i), func() bool {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			return o.addr == f2.srv.Addr().String()
+		})
+	}
+	everyone("every shard through f2")
+
+	want := serverState(d.srv)
+	for i, o := range obs {
+		await(t, fmt.Sprintf("watcher %d holds d's identities, leases and manifests", i), func() bool {
+			return o.state().Equal(serverState(d.srv))
+		})
+	}
+	waits, commits := 0, 0
+	for i, o := range obs {
+		o.mu.Lock()
+		if o.halves != 0 || o.backwards != 0 {
+			t.Errorf("watcher %d: %d half-frames shown, %d frames of an older epoch committed after a newer one", i, o.halves, o.backwards)
+		}
+		if o.waiting {
+			waits++
+		}
+		commits += o.commits
+		o.mu.Unlock()
+	}
+	t.Logf("16 watchers: %d frames committed, 0 half-frames, 0 older-epoch frames after newer; %d went back to Waiting when f1 stopped; %d islands, %d identities at the end",
+		commits, waits, len(want.Leases), len(want.IDs))
+}
