@@ -51,7 +51,9 @@
 // them — a lease heard before the front's watch shows the claim behind it
 // waits for it — and hands out the newest frame of each island once per
 // broadcast period, so an authority's jitter moves frames between periods
-// but never the front's cadence. Both read the World (timeline id and
+// but never the front's cadence. An island of another holder whose bodies
+// a forwarded manifest claims (one the new holder did not restate) is
+// forgotten at once, so that no observer places a body from two islands. Both read the World (timeline id and
 // start instant) from etcd, so every front's Welcome names one timeline
 // and authorities on one host share one time base. islandserver -etcd,
 // -etcd-embed and -role run them.

@@ -46,10 +46,13 @@ func TestClusterSoak(t *testing.T) {
 	shards := span(len(scs))
 	lightWatchers = true
 	t.Cleanup(func() { lightWatchers = false })
-	a := startNode(t, p, "a", Authority, scs)
-	b := startNode(t, p, "b", Authority, scs)
-	f1 := startNode(t, p, "f1", Front, scs)
-	f2 := startNode(t, p, "f2", Front, scs)
+	// The default TTL: 16 watchers load a 2-core machine enough that
+	// keep-alives of 2 s leases are sometimes not confirmed in time.
+	ttl := func(c *NodeConfig) { c.TTL = DefaultTTL }
+	a := startNode(t, p, "a", Authority, scs, ttl)
+	b := startNode(t, p, "b", Authority, scs, ttl)
+	f1 := startNode(t, p, "f1", Front, scs, ttl)
+	f2 := startNode(t, p, "f2", Front, scs, ttl)
 	var obs []*observer
 	for i := range 16 {
 		if i%2 == 0 {
@@ -109,17 +112,17 @@ func TestClusterSoak(t *testing.T) {
 	await(t, "b holds everything", heldBy(tb, shards, "b"))
 	everyone("every shard from b")
 	fenced := counter(t, "f1", "islandsync_cluster_fenced_total", "frame") + counter(t, "f2", "islandsync_cluster_fenced_total", "frame") - fenced0
-	t.Logf("fencing: a stopped %v after its lease was revoked (TTL 2 s); the fronts refused %v of its frames", stopped, fenced)
+	t.Logf("fencing: a stopped %v after its lease was revoked (TTL %v); the fronts refused %v of its frames", stopped, DefaultTTL, fenced)
 	gaps("fencing", held, revoked)
 
 	// 2–3. c joins; b crashes.
-	c := startNode(t, p, "c", Authority, scs)
+	c := startNode(t, p, "c", Authority, scs, ttl)
 	await(t, "b and c share", heldBy(tb, shards, "b", "c"))
 	everyone("every shard from b and c")
-	moveAll("crash (TTL 2 s)", b, ErrAbandon, "c")
+	moveAll(fmt.Sprintf("crash (TTL %v)", DefaultTTL), b, ErrAbandon, "c")
 
 	// 4–5. d joins; c drains.
-	d := startNode(t, p, "d", Authority, scs)
+	d := startNode(t, p, "d", Authority, scs, ttl)
 	await(t, "c and d share", heldBy(tb, shards, "c", "d"))
 	everyone("every shard from c and d")
 	moveAll("drain", c, nil, "d")
