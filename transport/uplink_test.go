@@ -14,8 +14,8 @@ import (
 
 // uplinkPair is an authority's server, which accepts no connections
 // (DialOnly), and a front's uplink port that allows (by default) the
-// server's certificate.
-func uplinkPair(t *testing.T, allow func(string) bool) (srv *Server, ln *UplinkListener, upTLS *tls.Config, authPin, frontPin string) {
+// server's certificate, at most maxUplinks at once (0: the default).
+func uplinkPair(t *testing.T, allow func(string) bool, maxUplinks int) (srv *Server, ln *UplinkListener, upTLS *tls.Config, authPin, frontPin string) {
 	t.Helper()
 	var authCert, frontCert tls.Certificate
 	var err error
@@ -38,7 +38,7 @@ func uplinkPair(t *testing.T, allow func(string) bool) (srv *Server, ln *UplinkL
 	if allow == nil {
 		allow = func(fp string) bool { return fp == authPin }
 	}
-	ln, err = ListenUplinks(UplinkConfig{Listen: "127.0.0.1:0", Cert: frontCert, Allow: allow})
+	ln, err = ListenUplinks(UplinkConfig{Listen: "127.0.0.1:0", Cert: frontCert, Allow: allow, MaxUplinks: maxUplinks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func uplinkPair(t *testing.T, allow func(string) bool) (srv *Server, ln *UplinkL
 // commits whole frames of every island — and the front knows the
 // authority by its certificate.
 func TestUplink(t *testing.T) {
-	srv, ln, upTLS, authPin, _ := uplinkPair(t, nil)
+	srv, ln, upTLS, authPin, _ := uplinkPair(t, nil, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	upDone := make(chan error, 1)
@@ -108,7 +108,7 @@ func TestUplink(t *testing.T) {
 // uplink (the handshake fails, counted), and neither does an observer
 // that dials the uplink port.
 func TestUplinkRefused(t *testing.T) {
-	srv, ln, upTLS, _, frontPin := uplinkPair(t, func(string) bool { return false })
+	srv, ln, upTLS, _, frontPin := uplinkPair(t, func(string) bool { return false }, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := srv.Uplink(ctx, ln.Addr().String(), upTLS); !errors.Is(err, ErrUplinkRefused) {
@@ -142,8 +142,7 @@ func TestUplinkRefused(t *testing.T) {
 // TestUplinkFull: past MaxUplinks open at once, an uplink is closed as it
 // arrives, with CodeFull, and counted.
 func TestUplinkFull(t *testing.T) {
-	srv, ln, upTLS, _, _ := uplinkPair(t, nil)
-	ln.cfg.MaxUplinks = 1
+	srv, ln, upTLS, _, _ := uplinkPair(t, nil, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = srv.Uplink(ctx, ln.Addr().String(), upTLS) }()
