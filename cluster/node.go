@@ -278,10 +278,11 @@ func (s *shardSource) Period() int64 { return s.auth.Period() }
 var ErrAbandon = errors.New("cluster: abandoned")
 
 // RunAuthority runs an authority until ctx ends: it serves the shards it
-// holds to the fronts that connect (over QUIC, as a server of observers),
-// and keeps holding its share of the world's shards (Member.Serve). When
-// ctx ends it drains — leaves the world and hands every shard on at once —
-// then stops. It returns an error when the member is fenced (its lease
+// holds to the fronts that connect (over QUIC, as a server of observers)
+// or, with Dial, to those it dials, and keeps holding its share of the
+// world's shards (Member.Serve). When ctx ends it drains — leaves the
+// world and hands every shard on at once, stepping each until the next
+// holder's frames show — then stops. It returns an error when the member is fenced (its lease
 // lost): it has then stopped stepping every shard, and whoever runs it
 // should start it again.
 func RunAuthority(ctx context.Context, cfg NodeConfig) error {
@@ -471,9 +472,10 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 }
 
 // RunFront runs a front until ctx ends: it serves observers on the
-// world's timeline, connects to every registered authority as an
-// observer (pinning the fingerprint it registered), and relays what each
-// sends under the leases the world's table admits (Relay).
+// world's timeline, connects to every registered authority that accepts
+// connections as an observer (pinning the fingerprint it registered),
+// takes the uplinks of those that dial (UplinkListen), and relays what
+// each sends under the leases the world's table admits (Relay).
 func RunFront(ctx context.Context, cfg NodeConfig) error {
 	if err := cfg.defaults(); err != nil {
 		return err

@@ -2,10 +2,8 @@ package transport
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -25,9 +23,9 @@ import (
 // front admits only a client certificate its Allow function knows, in the
 // handshake, before one byte of the protocol.
 
-// UplinkALPN is the protocol an uplink's TLS handshake negotiates. It is
-// not ALPN: an observer that dials an uplink port, or an authority that
-// dials an observer port, fails the handshake.
+// UplinkALPN is the protocol an uplink's TLS handshake negotiates. It
+// differs from ALPN, so an observer that dials an uplink port, or an
+// authority that dials an observer port, fails the handshake.
 const UplinkALPN = "islandsync-uplink/1"
 
 // ErrUplinkRefused: the front's uplink port refused the client
@@ -123,17 +121,12 @@ func (l *UplinkListener) serverTLS() *tls.Config {
 		Certificates: []tls.Certificate{l.cfg.Cert}, NextProtos: []string{UplinkALPN}, MinVersion: tls.VersionTLS13,
 		ClientAuth: tls.RequireAnyClientCert,
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || !l.cfg.Allow(fingerprint(raw[0])) {
+			if len(raw) == 0 || !l.cfg.Allow(Fingerprint(raw[0])) {
 				return ErrUplinkRefused
 			}
 			return nil
 		},
 	}
-}
-
-func fingerprint(der []byte) string {
-	sum := sha256.Sum256(der)
-	return hex.EncodeToString(sum[:])
 }
 
 type uplinkHandshake struct{ done atomic.Bool }
@@ -189,7 +182,7 @@ func (l *UplinkListener) Accept(ctx context.Context) (*UplinkConn, error) {
 			continue
 		}
 		l.accepted.Add(1)
-		return &UplinkConn{conn: conn, fp: fingerprint(certs[0].Raw)}, nil
+		return &UplinkConn{conn: conn, fp: Fingerprint(certs[0].Raw)}, nil
 	}
 }
 
@@ -218,9 +211,6 @@ func (c *UplinkConn) RemoteAddr() net.Addr { return c.conn.RemoteAddr() }
 func (c *UplinkConn) Close(code quic.ApplicationErrorCode, reason string) {
 	_ = c.conn.CloseWithError(code, reason)
 }
-
-// Done is closed when the uplink has ended.
-func (c *UplinkConn) Done() <-chan struct{} { return c.conn.Context().Done() }
 
 // Uplink dials a front's uplink port at addr from the server's own UDP
 // socket, with tlsConf (UplinkClientTLS), and serves the front over that

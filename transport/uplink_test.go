@@ -155,8 +155,13 @@ func TestUplinkFull(t *testing.T) {
 	go func() { second <- srv.Uplink(ctx, ln.Addr().String(), upTLS) }()
 	go func() { _, _ = ln.Accept(ctx) }()
 	var ce *CloseError
-	if err := <-second; !errors.As(err, &ce) || ce.Code != CodeFull {
-		t.Fatalf("a second uplink past MaxUplinks 1 ended with %v, want CodeFull", err)
+	select {
+	case err := <-second:
+		if !errors.As(err, &ce) || ce.Code != CodeFull {
+			t.Fatalf("a second uplink past MaxUplinks 1 ended with %v, want CodeFull", err)
+		}
+	case <-timeGuard(t):
+		t.Fatal("a second uplink past MaxUplinks 1 was kept open")
 	}
 	if st := ln.Stats(); st.Full != 1 || st.Accepted != 1 {
 		t.Fatalf("listener stats %+v, want one accepted, one full", st)
