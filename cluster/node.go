@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -379,7 +380,9 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 		handoffs = map[uint32]handOff{}
 		handing  sync.WaitGroup
 	)
+	var stopping atomic.Bool // fenced or crashed: every shard stops at once from now on
 	stopHandOffs := func() {
+		stopping.Store(true)
 		hmu.Lock()
 		for s, ho := range handoffs {
 			close(ho.stop)
@@ -404,7 +407,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 			<-ho.done
 		}
 		next, ok := tb.Shard(shard)
-		if gain || !ok || next.Holder == cfg.Name || next.Epoch <= epoch {
+		if gain || stopping.Load() || !ok || next.Holder == cfg.Name || next.Epoch <= epoch {
 			apply(shard, epoch, gain)
 			return
 		}

@@ -23,6 +23,17 @@ func (f fence) Admit(shard uint32, holder string, epoch uint32) bool {
 // Handing: the test's fence records no hand-off.
 func (f fence) Handing(uint32, string, uint32) bool { return false }
 
+// handingFence is a fence whose hand-off records the test sets too.
+type handingFence struct {
+	fence
+	handing map[uint32]Holding
+}
+
+func (f handingFence) Handing(shard uint32, holder string, epoch uint32) bool {
+	h, ok := f.handing[shard]
+	return ok && h.Holder == holder && epoch >= h.Epoch
+}
+
 // link is one in-process connection: a broadcaster to one receiver, no
 // loss, feedback at every step.
 type link struct {
@@ -245,5 +256,50 @@ func TestRelayForgetsOverlapped(t *testing.T) {
 	}
 	if st := relay.Stats(); st.Forgotten != 1 {
 		t.Fatalf("relay forgot %d islands, want the broken-off half", st.Forgotten)
+	}
+}
+
+// TestRelayHandsOnWhileHanding: a holder that released its shard for the
+// next one keeps stepping it; while the hand-off record stands and no new
+// lease has come, the relay keeps handing out its frames — and stops
+// once the record goes.
+func TestRelayHandsOnWhileHanding(t *testing.T) {
+	scs, err := scenario.Pick("bridge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+	a, _ := scenario.NewShardAuthority(scs, 20, 0)
+	_ = a.Gain(0, 100, nil)
+	relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(uint32) uint32 { return 0 }, Fence: fn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := newLink(t, 0x5eed, a.Period(), receiver.Config{})
+	up := newLink(t, 1, a.Period(), relay.Upstream("a").Hooks(receiver.Config{}))
+	var now int64
+	run := func(n int) uint64 {
+		before := obs.rx.Stats().FramesCommitted
+		for range n {
+			now += 1_000_000 / scenario.StepHz
+			msgs, frames := a.Step()
+			up.carry(now, msgs, frames)
+			msgs, frames = relay.Step()
+			obs.carry(now, msgs, frames)
+		}
+		return obs.rx.Stats().FramesCommitted - before
+	}
+	if n := run(30); n == 0 {
+		t.Fatal("nothing reached the observer while a held the shard")
+	}
+	delete(fn.fence, 0) // a released the shard; nobody has claimed it yet
+	fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+	if n := run(30); n < 8 {
+		t.Fatalf("%d frames handed out in half a second of hand-off, want about 10", n)
+	}
+	delete(fn.handing, 0) // a's session ended
+	run(3)
+	if n := run(30); n != 0 {
+		t.Fatalf("%d frames handed out after the hand-off record went", n)
 	}
 }

@@ -96,6 +96,11 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 		others := slices.DeleteFunc(slices.Clone(auths), func(a string) bool { return a == m.cfg.Name })
 		now := time.Now()
 		var wake time.Time // the earliest hand-off deadline
+		soonest := func(t time.Time) {
+			if wake.IsZero() || t.Before(wake) {
+				wake = t
+			}
+		}
 		for _, s := range shards {
 			cur, taken := t.Shard(s)
 			if ho, ok := handing[s]; ok {
@@ -106,9 +111,7 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 					lose(s, ho.epoch)
 					delete(handing, s)
 				} else {
-					if wake.IsZero() || ho.until.Before(wake) {
-						wake = ho.until
-					}
+					soonest(ho.until)
 					continue
 				}
 			}
@@ -129,11 +132,8 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 					lose(s, ep)
 					continue
 				}
-				until := now.Add(m.HandOffWait())
-				handing[s] = handOver{epoch: ep, until: until}
-				if wake.IsZero() || until.Before(wake) {
-					wake = until
-				}
+				handing[s] = handOver{epoch: ep, until: now.Add(m.HandOffWait())}
+				soonest(handing[s].until)
 			case !mine && !left && !taken && Owner(s, auths) == m.cfg.Name:
 				e, err := m.Claim(ctx, s)
 				var he *HeldError

@@ -227,16 +227,13 @@ func (t *Table) Admit(n uint32, holder string, epoch uint32) bool {
 // keeps stepping the shard until the next holder's frames are out (make
 // before break), and a front keeps handing out the frames of a lease of
 // holder's it already forwarded, epoch and up, until the next holder's
-// lease arrives. Handing admits no lease. It is counted with Admit.
+// lease arrives. Handing admits no lease, and counts nothing: a front asks
+// it only after Admit, whose answer is counted.
 func (t *Table) Handing(n uint32, holder string, epoch uint32) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h, ok := t.handing[n]; ok && h.Holder == holder && epoch >= h.Epoch {
-		t.stats.Admitted++
-		return true
-	}
-	t.stats.Refused++
-	return false
+	h, ok := t.handing[n]
+	return ok && h.Holder == holder && epoch >= h.Epoch
 }
 
 // Members returns the names of the registered members of role, sorted.
