@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The service as an operator runs it: islandserver, islandwatch with the
-# printed fingerprint for a few seconds (its JSON summary: islands seen,
+# printed fingerprint until it has committed 50 frames (its JSON summary: islands seen,
 # frames committed, no half-frame), a wrong pin refused, a restart that
 # keeps the fingerprint (the identity lives in the state directory), and
 # connect tokens: refused without one, served with one islandtoken mints.
@@ -9,8 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 srv=
+watcher=
 pids=()
-trap 'kill $srv "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+trap 'kill $srv $watcher "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/islandserver" ./cmd/islandserver
 go build -o "$tmp/islandwatch" ./cmd/islandwatch
 go build -o "$tmp/islandtoken" ./cmd/islandtoken
@@ -36,8 +37,42 @@ check() {
   grep -Eq '"half_frames_applied": 0,' "$tmp/summary.json" || { echo "half-frames shown"; exit 1; }
 }
 
+# watch OUT ARGS…: runs islandwatch ARGS… in the background with its
+# metrics on (maddr: where), its -json summary going to OUT.
+watch() {
+  local out=$1; shift
+  : >"$tmp/watch.err"
+  "$tmp/islandwatch" "$@" -duration 5m -json -metrics 127.0.0.1:0 >"$out" 2>"$tmp/watch.err" &
+  watcher=$!
+  for _ in $(seq 200); do grep -q 'metrics on http://' "$tmp/watch.err" && break; sleep 0.1; done
+  maddr=$(sed -n 's|^islandwatch: metrics on http://\([^/]*\)/metrics$|\1|p' "$tmp/watch.err")
+  [ -n "$maddr" ] || { echo "islandwatch did not start"; cat "$tmp/watch.err"; exit 1; }
+}
+metric() { # NAME: the watcher's islandsync_watch_NAME now (bash's /dev/tcp, no curl needed)
+  local v
+  exec 3<>"/dev/tcp/${maddr%:*}/${maddr##*:}" || return 1
+  printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$maddr" >&3
+  v=$(awk -v n="islandsync_watch_$1" '$1 == n { print $2 }' <&3)
+  exec 3<&-
+  echo "${v:-0}"
+}
+wait_metric() { # NAME MIN: until the metric reaches MIN (at most 60 s)
+  for _ in $(seq 600); do
+    awk -v v="$(metric "$1")" -v m="$2" 'BEGIN { exit !(v + 0 >= m + 0) }' && return 0
+    sleep 0.1
+  done
+  echo "never: $1 >= $2"; cat "$tmp/watch.err" "$tmp/log"; exit 1
+}
+# served ARGS…: a watcher until it has committed 50 frames, then
+# interrupted; its summary in summary.json.
+served() {
+  watch "$tmp/summary.json" "$@"
+  wait_metric frames_committed_total 50
+  kill -INT "$watcher"; wait "$watcher"; watcher=
+}
+
 start
-"$tmp/islandwatch" -addr "$addr" -pin "$pin" -duration 3s -json >"$tmp/summary.json"
+served -addr "$addr" -pin "$pin"
 check
 # A wrong pin must fail with exit 1, at once.
 if "$tmp/islandwatch" -addr "$addr" -pin "$(printf '0%.0s' $(seq 64))" -duration 2s 2>"$tmp/err"; then
@@ -50,7 +85,7 @@ stop
 old=$pin
 start
 [ "$pin" = "$old" ] || { echo "restart changed the fingerprint: $old → $pin"; exit 1; }
-"$tmp/islandwatch" -addr "$addr" -pin "$old" -duration 2s -json >"$tmp/summary.json"
+served -addr "$addr" -pin "$old"
 check
 stop
 
@@ -62,7 +97,7 @@ if "$tmp/islandwatch" -addr "$addr" -pin "$pin" -duration 2s 2>"$tmp/err"; then
 fi
 grep -q 'refused this observer: token' "$tmp/err" || { echo "no token: $(cat "$tmp/err")"; exit 1; }
 tok=$("$tmp/islandtoken" mint -key "$tmp/keys/token.key" -observer 1 -ttl 1m)
-"$tmp/islandwatch" -addr "$addr" -pin "$pin" -token "$tok" -duration 2s -json >"$tmp/summary.json"
+served -addr "$addr" -pin "$pin" -token "$tok"
 check
 stop
 
@@ -95,14 +130,17 @@ wait_for "$tmp/f1.log" "uplink accepted"   # two, which accepts no connections, 
 a1=$(awk '/^front f1 serving on/{print $5}' "$tmp/f1.log")
 a2=$(awk '/^front f2 serving on/{print $5}' "$tmp/f2.log")
 cpin=$(awk '/^watch with/{print $NF}' "$tmp/f1.log")
-"$tmp/islandwatch" -addr "$a1,$a2" -pin "$cpin" -duration 8s -json >"$tmp/summary.json" &
-watcher=$!
-sleep 3
-kill -INT "$two"; wait "$two"           # a drain exits 0
+# The watcher runs until interrupted; its metrics say when each step has
+# shown (events, not wall-clock windows: a loaded machine only slows it).
+watch "$tmp/summary.json" -addr "$a1,$a2" -pin "$cpin"
+wait_metric frames_committed_total 100      # the watcher is being served by f1
+kill -INT "$two"; wait "$two"               # a drain exits 0
 grep -q 'shard lost' "$tmp/two.log" || { echo "two drained nothing"; cat "$tmp/two.log"; exit 1; }
-sleep 2
+wait_metric hand_offs_total 1               # the watcher saw two's islands change holder
 kill -INT "$f1"; wait "$f1"
-wait "$watcher"
+wait_metric reconnects_total 1              # it moved to f2 …
+wait_metric frames_committed_total "$(awk -v v="$(metric frames_committed_total)" 'BEGIN { print v + 100 }')"  # … and is served there
+kill -INT "$watcher"; wait "$watcher"; watcher=
 check
 grep -Eq '"hand_offs": [1-9]' "$tmp/summary.json" || { echo "no hand-off seen"; exit 1; }
 grep -Eq '"reconnects": [1-9]' "$tmp/summary.json" || { echo "the watcher did not move to f2"; exit 1; }

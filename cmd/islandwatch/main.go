@@ -281,7 +281,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		obs.notUpdated = fresh.second(tk.Receiver.Islands())
 		obs.staleSum += uint64(obs.notUpdated)
-		metrics.stats(&st, len(tk.Receiver.Islands()), obs.half)
 		// Authority hand-offs: islands whose lease epoch rose this second.
 		lo, hi, moved := uint32(0), uint32(0), 0
 		for _, id := range tk.Receiver.Islands() {
@@ -302,6 +301,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			clear(epochs) // islands come and go: keep the map to about what is live
 		}
 		obs.handOffs += uint64(moved)
+		metrics.stats(&st, len(tk.Receiver.Islands()), &obs)
 		if !*jsonOut {
 			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  oldest island +%3.0f ms  epochs %d–%d  hand-offs %d  on %s  rejects %s\n",
 				time.Since(start).Seconds(), len(tk.Receiver.Islands()), obs.notUpdated, st.FramesCommitted-last.FramesCommitted,

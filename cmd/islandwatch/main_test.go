@@ -167,11 +167,12 @@ func TestSummaryAndMetrics(t *testing.T) {
 		m.tick(tk)
 		if renders++; renders%60 == 0 {
 			st := tk.Receiver.Stats()
-			m.stats(&st, len(tk.Receiver.Islands()), obs.half)
+			m.stats(&st, len(tk.Receiver.Islands()), &obs)
 		}
 	})
 	st := rx.Stats()
-	m.stats(&st, len(rx.Islands()), obs.half)
+	obs.handOffs = 3 // this run has one authority: the count is the caller's
+	m.stats(&st, len(rx.Islands()), &obs)
 	s := summarize("local", time.Second, rx, &obs)
 	if s.BytesReceived != bytes || bytes == 0 {
 		t.Errorf("bytes_received %d, %d delivered", s.BytesReceived, bytes)
@@ -194,6 +195,7 @@ func TestSummaryAndMetrics(t *testing.T) {
 		"buffered_frames":                    float64(s.BufferedFrames),
 		"islands":                            float64(s.Islands),
 		"control_queue":                      1,
+		"hand_offs_total":                    3,
 	} {
 		if got := metricValue(t, reg, "islandsync_watch_"+name); math.Abs(got-want) > 1e-9*max(1, want) {
 			t.Errorf("%s = %v, want %v", name, got, want)

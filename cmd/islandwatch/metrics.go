@@ -19,9 +19,11 @@ type watchMetrics struct {
 	bytes, datagrams, frames        prometheus.Counter
 	extrapolation, freeze, waiting  prometheus.Counter // seconds (island-seconds for the first two)
 	halfFrames, rebuilt, reconnects prometheus.Counter
+	handOffs                        prometheus.Counter
 	rejects                         *prometheus.CounterVec
 	last                            receiver.Stats    // the counters at the last stats
 	lastHalf                        int               // the half-frames at the last stats
+	lastHandOffs                    uint64            // the hand-offs at the last stats
 	rejectsSeen                     map[string]uint64 // each reason's count at the last stats
 }
 
@@ -52,6 +54,7 @@ func newWatchMetrics(reg prometheus.Registerer) *watchMetrics {
 	m.halfFrames = counter("half_frames_total", "Render ticks × islands shown with members from different frames.")
 	m.rebuilt = counter("fragments_rebuilt_total", "Data fragments rebuilt from parity records.")
 	m.reconnects = counter("reconnects_total", "Welcomes of a timeline already known (the connection was re-established).")
+	m.handOffs = counter("hand_offs_total", "Islands whose authority lease epoch rose (a hand-off or a failover), counted once a second.")
 	m.rejects = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "islandsync", Subsystem: "watch", Name: "rejects_total",
 		Help: "Rejections by stage and reason, as islandwatch prints them."}, []string{"reason"})
 	reg.MustRegister(m.rejects)
@@ -73,8 +76,8 @@ func (m *watchMetrics) tick(tk *transport.Tick) {
 }
 
 // stats brings the counters up to st (the receiver's counters now) and
-// half (half-frames seen so far).
-func (m *watchMetrics) stats(st *receiver.Stats, islands, half int) {
+// o (half-frames and hand-offs seen so far).
+func (m *watchMetrics) stats(st *receiver.Stats, islands int, o *observed) {
 	if m == nil {
 		return
 	}
@@ -87,12 +90,13 @@ func (m *watchMetrics) stats(st *receiver.Stats, islands, half int) {
 	m.extrapolation.Add(float64(st.Store.ExtrapolationTime-l.Store.ExtrapolationTime) / 1e6)
 	m.freeze.Add(float64(st.Store.FreezeTime+st.Clock.FrozenTime-l.Store.FreezeTime-l.Clock.FrozenTime) / 1e6)
 	m.waiting.Add(float64(st.Clock.WaitingTime-l.Clock.WaitingTime) / 1e6)
-	m.halfFrames.Add(float64(half - m.lastHalf))
+	m.halfFrames.Add(float64(o.half - m.lastHalf))
+	m.handOffs.Add(float64(o.handOffs - m.lastHandOffs))
 	m.rebuilt.Add(float64(st.Assembler.Count(assembler.Rebuilt) - l.Assembler.Count(assembler.Rebuilt)))
 	m.reconnects.Add(float64(st.Reconnects - l.Reconnects))
 	st.Rejects(func(reason string, n uint64) {
 		m.rejects.WithLabelValues(reason).Add(float64(n - m.rejectsSeen[reason]))
 		m.rejectsSeen[reason] = n
 	})
-	m.last, m.lastHalf = *st, half
+	m.last, m.lastHalf, m.lastHandOffs = *st, o.half, o.handOffs
 }
