@@ -29,9 +29,16 @@ const MaxKept = Window + 2
 // Kept is one island's decode baselines at an observer: the tables of the
 // frames it committed, ascending by sequence, at most MaxKept of them. The
 // zero value holds nothing. Not safe for concurrent use.
+//
+// The sequences are held beside the tables, inline: finding, keeping and
+// pruning read one short array rather than a table each, which matters
+// when a receiver visits hundreds of islands per broadcast with the
+// physics step between visits evicting them from the cache.
 type Kept struct {
-	tables []*Table
-	spare  []*Table // tables let go, for NewTable: storage sized for this island
+	n      int             // tables held: ids[:n], tables[:n]
+	ids    [MaxKept]uint32 // ids[i] == tables[i].ID
+	tables [MaxKept]*Table // ascending by ID
+	spare  []*Table        // tables let go, for NewTable: storage sized for this island
 }
 
 // maxSpare bounds the tables a Kept holds for reuse.
@@ -58,8 +65,8 @@ func (k *Kept) recycle(t *Table) {
 
 // Find returns the table of frame seq, or nil.
 func (k *Kept) Find(seq uint32) *Table {
-	for i := len(k.tables) - 1; i >= 0; i-- { // the newest is named most
-		if k.tables[i].ID == seq {
+	for i := k.n - 1; i >= 0; i-- { // the newest is named most
+		if k.ids[i] == seq {
 			return k.tables[i]
 		}
 	}
@@ -68,14 +75,14 @@ func (k *Kept) Find(seq uint32) *Table {
 
 // Newest returns the newest table kept, or nil.
 func (k *Kept) Newest() *Table {
-	if len(k.tables) == 0 {
+	if k.n == 0 {
 		return nil
 	}
-	return k.tables[len(k.tables)-1]
+	return k.tables[k.n-1]
 }
 
 // Len returns how many tables are kept.
-func (k *Kept) Len() int { return len(k.tables) }
+func (k *Kept) Len() int { return k.n }
 
 // Keep adds t, the table of a frame the observer committed, and lets go of
 // every table the window no longer keeps given newest, the newest broadcast
@@ -84,28 +91,35 @@ func (k *Kept) Len() int { return len(k.tables) }
 // when a table of the same sequence is held already). k owns t from now
 // on; tables let go are reused by NewTable.
 func (k *Kept) Keep(t *Table, newest uint32) bool {
-	i := len(k.tables)
-	for i > 0 && island.SeqNewer(k.tables[i-1].ID, t.ID) {
+	i := k.n
+	for i > 0 && island.SeqNewer(k.ids[i-1], t.ID) {
 		i--
 	}
-	if i > 0 && k.tables[i-1].ID == t.ID {
+	if i > 0 && k.ids[i-1] == t.ID {
 		k.recycle(t)
 		return false
 	}
-	k.tables = append(k.tables, nil)
-	copy(k.tables[i+1:], k.tables[i:])
-	k.tables[i] = t
+	copy(k.ids[i+1:k.n+1], k.ids[i:k.n])
+	copy(k.tables[i+1:k.n+1], k.tables[i:k.n])
+	k.ids[i], k.tables[i] = t.ID, t
+	k.n++
 	k.Prune(newest)
 	// The rule keeps at most Window frames of the window, the anchor it
 	// superseded and the newest; the cap keeps the table bounded whatever
-	// sequences arrive.
-	for len(k.tables) > MaxKept {
+	// sequences arrive (the arrays have room for one more, just kept).
+	if k.n > MaxKept {
 		k.recycle(k.tables[0])
-		n := copy(k.tables, k.tables[1:])
-		k.tables[n] = nil
-		k.tables = k.tables[:n]
+		k.remove(1)
 	}
-	return slices.Contains(k.tables, t)
+	return slices.Contains(k.tables[:k.n], t)
+}
+
+// remove drops the m oldest tables (already recycled or let go).
+func (k *Kept) remove(m int) {
+	copy(k.ids[:], k.ids[m:k.n])
+	copy(k.tables[:], k.tables[m:k.n])
+	clear(k.tables[k.n-m : k.n])
+	k.n -= m
 }
 
 // Prune lets go of every table the window no longer keeps when newest is
@@ -119,17 +133,14 @@ func (k *Kept) Keep(t *Table, newest uint32) bool {
 // old frames do not linger.
 func (k *Kept) Prune(newest uint32) {
 	// Tables are in sequence order, so those to let go are a prefix.
-	n := 0
-	for n < len(k.tables)-1 && expired(k.tables[n].ID, newest) && superseded(k.tables[n+1].ID, newest) {
-		k.recycle(k.tables[n])
-		n++
+	m := 0
+	for m < k.n-1 && expired(k.ids[m], newest) && superseded(k.ids[m+1], newest) {
+		k.recycle(k.tables[m])
+		m++
 	}
-	if n == 0 {
-		return
+	if m > 0 {
+		k.remove(m)
 	}
-	m := copy(k.tables, k.tables[n:])
-	clear(k.tables[m:])
-	k.tables = k.tables[:m]
 }
 
 // superseded reports whether a table whose next newer table is of
@@ -147,8 +158,8 @@ func expired(s, newest uint32) bool {
 
 // Clone returns an independent copy: every table copied.
 func (k *Kept) Clone() Kept {
-	c := Kept{tables: make([]*Table, len(k.tables))}
-	for i, t := range k.tables {
+	c := Kept{n: k.n, ids: k.ids}
+	for i, t := range k.tables[:k.n] {
 		c.tables[i] = t.Clone()
 	}
 	return c

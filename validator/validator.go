@@ -24,12 +24,19 @@ type manifestEntry struct {
 type Validator struct {
 	reg        *Registry
 	maxIslands int
-	leases     map[uint32]island.Lease
-	manifests  map[uint32]*manifestEntry
-	counts     [NumReasons]uint64
-	out        Validated
-	filled     []uint32 // manifest position → stamp of the Validate call that filled it
-	call       uint32
+	// islands holds each island's lease and manifest in one entry: a frame
+	// is checked against both with one lookup.
+	islands             map[uint32]islandEntry
+	nLeases, nManifests int // entries with a lease, with a manifest
+	counts              [NumReasons]uint64
+	out                 Validated
+	// outStamp says out.stamp is still its island's current version: set
+	// when a validation reads the lease and manifest, cleared by any change
+	// to either, so that Stamp — which the store asks right after a
+	// validation — need not look them up again.
+	outStamp bool
+	filled   []uint32 // manifest position → stamp of the Validate call that filled it
+	call     uint32
 }
 
 // DefaultMaxIslands caps the islands a Validator holds a lease or manifest
@@ -53,8 +60,14 @@ func New(reg *Registry, cfg Config) *Validator {
 	if cfg.MaxIslands <= 0 {
 		cfg.MaxIslands = DefaultMaxIslands
 	}
-	return &Validator{reg: reg, maxIslands: cfg.MaxIslands, leases: make(map[uint32]island.Lease),
-		manifests: make(map[uint32]*manifestEntry)}
+	return &Validator{reg: reg, maxIslands: cfg.MaxIslands, islands: make(map[uint32]islandEntry)}
+}
+
+// islandEntry is what the validator knows of one island.
+type islandEntry struct {
+	lease  island.Lease
+	leased bool           // lease is set
+	man    *manifestEntry // nil: no manifest yet
 }
 
 // Registry returns the identity registry.
@@ -63,17 +76,23 @@ func (v *Validator) Registry() *Registry { return v.reg }
 // SetLease records the island's current authority (a reliable hand-off
 // announcement). It returns ErrTableFull for a new island beyond the cap.
 func (v *Validator) SetLease(l island.Lease) error {
-	if _, ok := v.leases[l.Island]; !ok && len(v.leases) >= v.maxIslands {
-		return ErrTableFull
+	e := v.islands[l.Island]
+	if !e.leased {
+		if v.nLeases >= v.maxIslands {
+			return ErrTableFull
+		}
+		v.nLeases++
 	}
-	v.leases[l.Island] = l
+	e.lease, e.leased = l, true
+	v.islands[l.Island] = e
+	v.outStamp = false
 	return nil
 }
 
 // Lease returns the island's current lease.
 func (v *Validator) Lease(islandID uint32) (island.Lease, bool) {
-	l, ok := v.leases[islandID]
-	return l, ok
+	e := v.islands[islandID]
+	return e.lease, e.leased
 }
 
 // ErrBadManifest reports a manifest with no or repeated members.
@@ -87,7 +106,8 @@ func (v *Validator) SetManifest(m island.Manifest) error {
 	if len(m.Members) == 0 {
 		return fmt.Errorf("%w: no members", ErrBadManifest)
 	}
-	if _, ok := v.manifests[m.Island]; !ok && len(v.manifests) >= v.maxIslands {
+	ie := v.islands[m.Island]
+	if ie.man == nil && v.nManifests >= v.maxIslands {
 		return ErrTableFull
 	}
 	e := &manifestEntry{m: m, index: make(map[island.MemberID]int, len(m.Members)), handles: make([]Handle, len(m.Members))}
@@ -99,14 +119,19 @@ func (v *Validator) SetManifest(m island.Manifest) error {
 		e.index[id] = i
 	}
 	e.digest = e.m.Digest()
-	v.manifests[m.Island] = e
+	if ie.man == nil {
+		v.nManifests++
+	}
+	ie.man = e
+	v.islands[m.Island] = ie
+	v.outStamp = false
 	return nil
 }
 
 // Manifest returns the island's current manifest; its member list is the
 // validator's and must not be changed.
 func (v *Validator) Manifest(islandID uint32) (island.Manifest, bool) {
-	if e, ok := v.manifests[islandID]; ok {
+	if e := v.islands[islandID].man; e != nil {
 		return e.m, true
 	}
 	return island.Manifest{}, false
@@ -114,22 +139,36 @@ func (v *Validator) Manifest(islandID uint32) (island.Manifest, bool) {
 
 // Reset forgets every lease and manifest; counters are kept.
 func (v *Validator) Reset() {
-	clear(v.leases)
-	clear(v.manifests)
+	clear(v.islands)
+	v.nLeases, v.nManifests = 0, 0
+	v.outStamp = false
 }
 
 // Forget removes an island's lease and manifest (the island dissolved).
 func (v *Validator) Forget(islandID uint32) {
-	delete(v.leases, islandID)
-	delete(v.manifests, islandID)
+	e, ok := v.islands[islandID]
+	if !ok {
+		return
+	}
+	if e.leased {
+		v.nLeases--
+	}
+	if e.man != nil {
+		v.nManifests--
+	}
+	delete(v.islands, islandID)
+	v.outStamp = false
 }
 
 // Stamp returns the island's current version, and false if its lease or
 // manifest is unknown.
 func (v *Validator) Stamp(islandID uint32) (Stamp, bool) {
-	l, ok := v.leases[islandID]
-	e, ok2 := v.manifests[islandID]
-	if !ok || !ok2 {
+	if v.outStamp && v.out.stamp.Island == islandID {
+		return v.out.stamp, true
+	}
+	ie := v.islands[islandID]
+	l, e := ie.lease, ie.man
+	if !ie.leased || e == nil {
 		return Stamp{}, false
 	}
 	return Stamp{Island: islandID, Epoch: l.Epoch, Owner: l.Owner, Topology: e.m.Topology, Config: e.m.Config, Manifest: e.digest}, true
@@ -226,8 +265,9 @@ func (v *Validator) validateStates(h *Header, ids []island.MemberID, states []is
 // manifest and readies the output for its members; the stamp and key of the
 // output are set, its time, segment, flags and members are the caller's.
 func (v *Validator) begin(sender island.SenderID, k island.Key, n int) (*manifestEntry, Reason) {
-	l, ok := v.leases[k.Island]
-	if !ok {
+	ie := v.islands[k.Island]
+	l := ie.lease
+	if !ie.leased {
 		return nil, NoLease
 	}
 	switch {
@@ -238,8 +278,8 @@ func (v *Validator) begin(sender island.SenderID, k island.Key, n int) (*manifes
 	case sender != l.Owner:
 		return nil, WrongSender
 	}
-	e, ok := v.manifests[k.Island]
-	if !ok {
+	e := ie.man
+	if e == nil {
 		return nil, NoManifest
 	}
 	switch {
@@ -266,6 +306,7 @@ func (v *Validator) begin(sender island.SenderID, k island.Key, n int) (*manifes
 		v.call = 1
 	}
 	out.stamp = Stamp{Island: k.Island, Epoch: l.Epoch, Owner: l.Owner, Topology: e.m.Topology, Config: e.m.Config, Manifest: e.digest}
+	v.outStamp = true
 	out.key = k
 	return e, OK
 }

@@ -334,4 +334,62 @@ func TestIslandCaps(t *testing.T) {
 	if m, ok := v.Manifest(3); !ok || m.Island != 3 {
 		t.Fatal("manifest not kept")
 	}
+	// Island 3 has a manifest and no lease: the lease Forget freed is its.
+	if err := v.SetLease(island.Lease{Island: 3, Epoch: 1}); err != nil {
+		t.Fatalf("lease after forget: %v", err)
+	}
+	if err := v.SetLease(island.Lease{Island: 4, Epoch: 1}); !errors.Is(err, ErrTableFull) {
+		t.Fatalf("a lease beyond the cap after forget: %v", err)
+	}
+	v.Reset()
+	for id := uint32(5); id <= 6; id++ {
+		if err := v.SetLease(island.Lease{Island: id, Epoch: 1}); err != nil {
+			t.Fatalf("lease after reset: %v", err)
+		}
+	}
+}
+
+// TestStampFollowsChanges: Stamp answers the island's current version right
+// after a validation (the store's compare-and-commit asks it then) and after
+// every change of lease or manifest that follows, never the version the last
+// validation read.
+func TestStampFollowsChanges(t *testing.T) {
+	fx := newFixture(t, 3)
+	check := func(what string, want Stamp, wantOK bool) {
+		t.Helper()
+		if got, ok := fx.v.Stamp(7); got != want || ok != wantOK {
+			t.Errorf("%s: Stamp = %+v %v, want %+v %v", what, got, ok, want, wantOK)
+		}
+	}
+	validate := func() Stamp {
+		t.Helper()
+		r, vf := fx.v.Validate(wireFrame(fx.frame))
+		if r != OK {
+			t.Fatalf("validate: %v", r)
+		}
+		return vf.Stamp()
+	}
+	st := validate()
+	check("after a validation", st, true)
+	fx.v.SetLease(island.Lease{Island: 7, Epoch: 3, Owner: 3})
+	st.Epoch = 3
+	check("after a new lease", st, true)
+	fx.frame.Key.Epoch = 3
+	st = validate()
+	man := fx.man
+	man.Topology = 6
+	if err := fx.v.SetManifest(man); err != nil {
+		t.Fatal(err)
+	}
+	st.Topology, st.Manifest = 6, man.Digest()
+	check("after a new manifest", st, true)
+	fx.frame.Key.Topology = 6
+	validate()
+	fx.v.Forget(7)
+	check("after Forget", Stamp{}, false)
+	fx.v.SetLease(island.Lease{Island: 7, Epoch: 3, Owner: 3})
+	_ = fx.v.SetManifest(man)
+	validate()
+	fx.v.Reset()
+	check("after Reset", Stamp{}, false)
 }
