@@ -174,7 +174,7 @@ func TestKept(t *testing.T) {
 	if k.Keep(late, 140) || k.Len() != 1 {
 		t.Fatal("a frame long out of the window was kept")
 	}
-	if k.NewTable() == nil || len(k.spare) > maxSpare {
+	if k.NewTable() == nil || k.nSpare > maxSpare {
 		t.Fatal("spare")
 	}
 	// An anchor the authority may have coded against just before a newer

@@ -1,10 +1,6 @@
 package baseline
 
-import (
-	"slices"
-
-	"github.com/islandsync/islandsync/island"
-)
+import "github.com/islandsync/islandsync/island"
 
 // The window both ends keep to, counted in broadcasts (the sequence every
 // frame of one broadcast shares), not per island, so that it costs no
@@ -30,27 +26,36 @@ const MaxKept = Window + 2
 // frames it committed, ascending by sequence, at most MaxKept of them. The
 // zero value holds nothing. Not safe for concurrent use.
 //
-// The sequences are held beside the tables, inline: finding, keeping and
-// pruning read one short array rather than a table each, which matters
-// when a receiver visits hundreds of islands per broadcast with the
-// physics step between visits evicting them from the cache.
+// Everything is held inline, the tables in a ring with their sequences
+// beside them: finding, keeping and pruning read one short array rather
+// than a table each and move nothing, which matters when a receiver visits
+// hundreds of islands per broadcast with the physics step between visits
+// evicting them from the cache.
 type Kept struct {
-	n      int             // tables held: ids[:n], tables[:n]
-	ids    [MaxKept]uint32 // ids[i] == tables[i].ID
-	tables [MaxKept]*Table // ascending by ID
-	spare  []*Table        // tables let go, for NewTable: storage sized for this island
+	head, n int              // the oldest table's slot; tables held
+	ids     [ring]uint32     // ids[s] == tables[s].ID for every slot in use
+	tables  [ring]*Table     // logical i (0: the oldest) at slot (head+i) % ring
+	spare   [maxSpare]*Table // tables let go, for NewTable: storage sized for this island
+	nSpare  int
 }
+
+// ring is the slots of a Kept: MaxKept and one for the table Keep inserts
+// before it prunes.
+const ring = MaxKept + 1
 
 // maxSpare bounds the tables a Kept holds for reuse.
 const maxSpare = 4
 
+// slot is the slot of the i-th oldest table.
+func (k *Kept) slot(i int) int { return (k.head + i) % ring }
+
 // NewTable returns an empty table, recycled from those k let go when it
 // can, so that keeping a baseline per broadcast allocates nothing once warm.
 func (k *Kept) NewTable() *Table {
-	if n := len(k.spare); n > 0 {
-		t := k.spare[n-1]
-		k.spare[n-1] = nil
-		k.spare = k.spare[:n-1]
+	if k.nSpare > 0 {
+		k.nSpare--
+		t := k.spare[k.nSpare]
+		k.spare[k.nSpare] = nil
 		t.Entries = t.Entries[:0]
 		return t
 	}
@@ -58,16 +63,17 @@ func (k *Kept) NewTable() *Table {
 }
 
 func (k *Kept) recycle(t *Table) {
-	if len(k.spare) < maxSpare {
-		k.spare = append(k.spare, t)
+	if k.nSpare < maxSpare {
+		k.spare[k.nSpare] = t
+		k.nSpare++
 	}
 }
 
 // Find returns the table of frame seq, or nil.
 func (k *Kept) Find(seq uint32) *Table {
 	for i := k.n - 1; i >= 0; i-- { // the newest is named most
-		if k.ids[i] == seq {
-			return k.tables[i]
+		if s := k.slot(i); k.ids[s] == seq {
+			return k.tables[s]
 		}
 	}
 	return nil
@@ -78,7 +84,7 @@ func (k *Kept) Newest() *Table {
 	if k.n == 0 {
 		return nil
 	}
-	return k.tables[k.n-1]
+	return k.tables[k.slot(k.n-1)]
 }
 
 // Len returns how many tables are kept.
@@ -92,34 +98,43 @@ func (k *Kept) Len() int { return k.n }
 // on; tables let go are reused by NewTable.
 func (k *Kept) Keep(t *Table, newest uint32) bool {
 	i := k.n
-	for i > 0 && island.SeqNewer(k.ids[i-1], t.ID) {
+	for i > 0 && island.SeqNewer(k.ids[k.slot(i-1)], t.ID) {
 		i--
 	}
-	if i > 0 && k.ids[i-1] == t.ID {
+	if i > 0 && k.ids[k.slot(i-1)] == t.ID {
 		k.recycle(t)
 		return false
 	}
-	copy(k.ids[i+1:k.n+1], k.ids[i:k.n])
-	copy(k.tables[i+1:k.n+1], k.tables[i:k.n])
-	k.ids[i], k.tables[i] = t.ID, t
+	for j := k.n; j > i; j-- { // frames arrive in order: this rarely moves any
+		to, from := k.slot(j), k.slot(j-1)
+		k.ids[to], k.tables[to] = k.ids[from], k.tables[from]
+	}
+	s := k.slot(i)
+	k.ids[s], k.tables[s] = t.ID, t
 	k.n++
 	k.Prune(newest)
 	// The rule keeps at most Window frames of the window, the anchor it
 	// superseded and the newest; the cap keeps the table bounded whatever
-	// sequences arrive (the arrays have room for one more, just kept).
+	// sequences arrive.
 	if k.n > MaxKept {
-		k.recycle(k.tables[0])
-		k.remove(1)
+		k.drop(1)
 	}
-	return slices.Contains(k.tables[:k.n], t)
+	for i := range k.n {
+		if k.tables[k.slot(i)] == t {
+			return true
+		}
+	}
+	return false
 }
 
-// remove drops the m oldest tables (already recycled or let go).
-func (k *Kept) remove(m int) {
-	copy(k.ids[:], k.ids[m:k.n])
-	copy(k.tables[:], k.tables[m:k.n])
-	clear(k.tables[k.n-m : k.n])
-	k.n -= m
+// drop lets go of the m oldest tables.
+func (k *Kept) drop(m int) {
+	for range m {
+		k.recycle(k.tables[k.head])
+		k.tables[k.head] = nil
+		k.head = (k.head + 1) % ring
+		k.n--
+	}
 }
 
 // Prune lets go of every table the window no longer keeps when newest is
@@ -132,15 +147,12 @@ func (k *Kept) remove(m int) {
 // (bodies at rest, islands out of interest) now and then, so that their
 // old frames do not linger.
 func (k *Kept) Prune(newest uint32) {
-	// Tables are in sequence order, so those to let go are a prefix.
+	// Tables are in sequence order, so those to let go are the oldest.
 	m := 0
-	for m < k.n-1 && expired(k.ids[m], newest) && superseded(k.ids[m+1], newest) {
-		k.recycle(k.tables[m])
+	for m < k.n-1 && expired(k.ids[k.slot(m)], newest) && superseded(k.ids[k.slot(m+1)], newest) {
 		m++
 	}
-	if m > 0 {
-		k.remove(m)
-	}
+	k.drop(m)
 }
 
 // superseded reports whether a table whose next newer table is of
@@ -158,9 +170,10 @@ func expired(s, newest uint32) bool {
 
 // Clone returns an independent copy: every table copied.
 func (k *Kept) Clone() Kept {
-	c := Kept{n: k.n, ids: k.ids}
-	for i, t := range k.tables[:k.n] {
-		c.tables[i] = t.Clone()
+	c := Kept{head: k.head, n: k.n, ids: k.ids}
+	for i := range k.n {
+		s := k.slot(i)
+		c.tables[s] = k.tables[s].Clone()
 	}
 	return c
 }
