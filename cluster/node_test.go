@@ -272,6 +272,7 @@ func TestClusterOverQUIC(t *testing.T) {
 	// Drain: b stops with a goodbye; c takes everything at once.
 	moved := tb.Held("b")
 	before, within := frontGaps(t, "f", 0.05)
+	_, within2 := frontGaps(t, "f", 0.1)
 	drained := time.Now()
 	if err := b.stop(nil); err != nil {
 		t.Fatalf("drain: %v", err)
@@ -288,7 +289,11 @@ func TestClusterOverQUIC(t *testing.T) {
 	}
 	t.Logf("drain: %d islands of %d shards back after p50 %v, max %v; silent p50 %v, max %v; jump p50 %.3f m, max %.3f m", len(gaps), len(moved), gaps[len(gaps)/2], gaps[len(gaps)-1], quiet[len(quiet)/2], quiet[len(quiet)-1], jumps[len(jumps)/2], jumps[len(jumps)-1])
 	after, withinAfter := frontGaps(t, "f", 0.05)
-	t.Logf("drain at the front: %d of %d hand-offs relayed within 50 ms of the old lease's last frame", withinAfter-within, after-before)
+	_, withinAfter2 := frontGaps(t, "f", 0.1)
+	// The old lease's frames go out on the front's cadence and the new
+	// one's first frame at once, so a gap of one period (3 Steps) or a
+	// Step or two more is the phase of the two authorities' broadcasts.
+	t.Logf("drain at the front: of %d hand-offs, %d relayed within 50 ms of the old lease's last frame, %d within 100 ms", after-before, withinAfter-within, withinAfter2-within2)
 
 	obs.mu.Lock()
 	defer obs.mu.Unlock()

@@ -71,6 +71,7 @@ type owned struct {
 	lastOut  int64 // the Step that handed out the island's last frame; 0 none
 	prevOut  int64 // lastOut under the lease before this one; 0 none
 	shard    uint32
+	firstAt  int64             // the first Step that may hand out a frame of this lease
 	members  []island.Member   // frame's members
 	sent     []island.Member   // the members of the frame handed out last
 	manifest []island.MemberID // the members its last manifest forwarded lists
@@ -87,11 +88,18 @@ type parkKey struct {
 // may hear an authority's lease before its etcd watch shows the claim
 // behind it; the lease waits (ForgetAfter Steps at most) rather than being
 // lost, since the authority will not say it again.
+//
+// An admitted lease waits too while the island's previous holder still
+// hands it on (the fence's hand-off record) and the new holder has sent no
+// frame under it: forwarding it would end the old holder's frames at the
+// observers before the new holder has any (make before break). It goes
+// with the new holder's first frame, or after handOverSteps.
 type parked struct {
-	lease codec.Lease
-	msgs  []codec.Message // the island's messages after the lease, in order
-	bytes int
-	age   int // Steps parked
+	lease  codec.Lease
+	msgs   []codec.Message // the island's messages after the lease, in order
+	bytes  int
+	age    int   // Steps parked unadmitted
+	waited int64 // Steps parked admitted, for the previous holder's hand-off
 }
 
 // maxParkedBytes caps the bytes of messages parked behind one lease, and
@@ -100,6 +108,11 @@ const (
 	maxParkedBytes  = 4 << 20
 	maxPendingBytes = 64 << 20
 )
+
+// handOverPeriods bounds, in broadcast periods, how long an admitted lease
+// waits for its holder's first frame while the previous holder hands the
+// island on.
+const handOverPeriods = 4
 
 // A Relay is a front's source: it takes the control streams and committed
 // frames of every upstream authority (each through its own receiver,
@@ -203,6 +216,10 @@ func (u *Upstream) Control(raw []byte) {
 				r.stats.FencedLeases++
 				return
 			}
+			r.parked[key] = &parked{lease: m, bytes: len(raw)}
+			return
+		}
+		if r.handingOver(u.holder, m) {
 			r.parked[key] = &parked{lease: m, bytes: len(raw)}
 			return
 		}
@@ -323,18 +340,38 @@ func (r *Relay) lease(holder string, m codec.Lease) bool {
 	return true
 }
 
+// handingOver reports whether an admitted lease of holder's should wait
+// for its first frame: the island's frames here are another holder's,
+// handed out already, and that holder still hands the shard on; mu held.
+func (r *Relay) handingOver(holder string, l codec.Lease) bool {
+	o := r.islands[l.Island]
+	return o != nil && o.holder != holder && o.lastOut != 0 && r.cfg.Fence.Handing(o.shard, o.holder, o.epoch)
+}
+
+// release forwards a parked lease, then the island's messages that waited
+// behind it; mu held.
+func (r *Relay) release(k parkKey, p *parked) {
+	delete(r.parked, k)
+	if r.lease(k.holder, p.lease) {
+		for _, m := range p.msgs {
+			r.pass(k.holder, k.island, m)
+		}
+	}
+}
+
 // unpark forwards the parked leases the fence admits now, each followed by
-// its island's messages, and drops those that waited too long; mu held.
+// its island's messages — unless the island's previous holder still hands
+// it on and the wait for the new holder's first frame is not over — and
+// drops those the fence did not admit for too long; mu held.
 func (r *Relay) unpark() {
 	for k, p := range r.parked {
 		switch {
 		case r.cfg.Fence.Admit(r.cfg.ShardOf(k.island), k.holder, p.lease.Epoch):
-			delete(r.parked, k)
-			if r.lease(k.holder, p.lease) {
-				for _, m := range p.msgs {
-					r.pass(k.holder, k.island, m)
-				}
+			if p.waited < handOverPeriods*r.every && r.handingOver(k.holder, p.lease) {
+				p.waited++
+				continue
 			}
+			r.release(k, p)
 		case p.age >= r.cfg.ForgetAfter:
 			delete(r.parked, k)
 			r.stats.FencedLeases++
@@ -365,8 +402,21 @@ func (u *Upstream) Commit(f *validator.Validated) {
 	defer r.mu.Unlock()
 	o := r.islands[k.Island]
 	if o == nil || o.holder != u.holder || o.epoch != k.Epoch {
-		r.stats.FencedFrames++
-		return
+		// The first frame of a lease that waits for one while the previous
+		// holder hands the island on: the lease goes now, and this frame a
+		// Step after it, so that observers hold the lease before its frame.
+		pk := parkKey{u.holder, k.Island}
+		p := r.parked[pk]
+		if p == nil || p.lease.Epoch != k.Epoch || !r.cfg.Fence.Admit(r.cfg.ShardOf(k.Island), u.holder, k.Epoch) {
+			r.stats.FencedFrames++
+			return
+		}
+		r.release(pk, p)
+		if o = r.islands[k.Island]; o == nil || o.holder != u.holder || o.epoch != k.Epoch {
+			r.stats.FencedFrames++
+			return
+		}
+		o.firstAt = r.steps + 2
 	}
 	if o.has && f.Time() <= o.frame.Time {
 		// Reordered on the uplink: a newer frame of this lease is held or
@@ -421,6 +471,10 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	for _, id := range r.order {
 		o := r.islands[id]
 		if !onCadence && !(o.fresh && o.lastOut == 0) {
+			continue
+		}
+		if r.steps < o.firstAt {
+			r.firstDue = true // its lease goes out first
 			continue
 		}
 		// While the holder hands the shard on, its frames go on until the

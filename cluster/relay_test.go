@@ -303,3 +303,115 @@ func TestRelayHandsOnWhileHanding(t *testing.T) {
 		t.Fatalf("%d frames handed out after the hand-off record went", n)
 	}
 }
+
+// TestRelayMakesBeforeBreak: a hands island shard 0 on to b. b's lease is
+// admitted at once, but while a still hands the shard on (its hand-off
+// record) and b has sent no frame, a's frames go on reaching the observer
+// and b's lease waits; with b's first frame the lease goes out, and that
+// frame one Step later, so the observer never goes more than a broadcast
+// period without a frame. A new holder that never sends a frame gets its
+// lease out after handOverPeriods all the same.
+func TestRelayMakesBeforeBreak(t *testing.T) {
+	for _, silent := range []bool{false, true} {
+		scs, err := scenario.Pick("bridge")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+		a, _ := scenario.NewShardAuthority(scs, 20, 0)
+		b, _ := scenario.NewShardAuthority(scs, 20, 0)
+		_ = a.Gain(0, 100, nil)
+		var gaps []float64
+		relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(uint32) uint32 { return 0 }, Fence: fn,
+			HandOff: func(_ uint32, s float64) { gaps = append(gaps, s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var epochs []uint32 // the epoch of each frame the observer committed
+		obs := newLink(t, 0x5eed, a.Period(), receiver.Config{OnCommit: func(f *validator.Validated) { epochs = append(epochs, f.Key().Epoch) }})
+		upA := newLink(t, 1, a.Period(), relay.Upstream("a").Hooks(receiver.Config{}))
+		upB := newLink(t, 2, b.Period(), relay.Upstream("b").Hooks(receiver.Config{}))
+		var now int64
+		bFrames := false // b's frames reach the relay (a Spawn's among them)
+		var held []codec.Message
+		step := func() {
+			now += 1_000_000 / scenario.StepHz
+			msgs, frames := a.Step()
+			upA.carry(now, msgs, frames)
+			msgs, frames = b.Step()
+			if !bFrames {
+				// Only b's identities and lease go up; what carries its
+				// states (the Spawn, frames) waits.
+				var up []codec.Message
+				for _, m := range msgs {
+					switch m.(type) {
+					case codec.Announce, codec.Lease:
+						up = append(up, m)
+					default:
+						held = append(held, m)
+					}
+				}
+				msgs, frames = up, nil
+			} else if held != nil {
+				msgs, held = append(held, msgs...), nil
+			}
+			upB.carry(now, msgs, frames)
+			msgs, frames = relay.Step()
+			lease := slices.ContainsFunc(msgs, func(m codec.Message) bool { l, ok := m.(codec.Lease); return ok && l.Epoch == 101 })
+			if lease && slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
+				// Control and datagrams travel apart: the frame could
+				// reach an observer before the lease it is checked against.
+				t.Fatal("b's lease and a frame under it went out in one Step")
+			}
+			obs.carry(now, msgs, frames)
+		}
+		for range 30 {
+			step()
+		}
+		// a releases shard 0 (its hand-off record stays), b claims it.
+		fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+		fn.fence[0] = Holding{Holder: "b", Epoch: 101}
+		_ = b.Gain(0, 101, nil)
+		n0 := len(epochs)
+		for range 8 { // b's lease is here, its frames are not (fewer Steps than handOverPeriods allow)
+			step()
+		}
+		if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{100}) {
+			t.Fatalf("the observer holds leases of epochs %v before b sent a frame, want a's (100)", e)
+		}
+		if got := len(epochs) - n0; got < 2 || slices.Contains(epochs[n0:], 101) {
+			t.Fatalf("while b sent no frame the observer committed %d frames, epochs %v: a's should go on", got, epochs[n0:])
+		}
+		if silent {
+			for range handOverPeriods * 3 { // periods of 3 Steps at 20 Hz
+				step()
+			}
+			if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{101}) {
+				t.Fatalf("leases of epochs %v after %d periods without a frame of b's, want b's (101)", e, handOverPeriods)
+			}
+			continue
+		}
+		bFrames = true
+		for range 6 {
+			step()
+		}
+		if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{101}) || epochs[len(epochs)-1] != 101 {
+			t.Fatalf("after b's first frames the observer holds leases of epochs %v and committed epochs %v", e, epochs[n0:])
+		}
+		if len(gaps) == 0 || slices.Max(gaps) > 0.05+1.0/scenario.StepHz {
+			t.Fatalf("hand-off gaps at the relay %v s, want within a period and a Step", gaps)
+		}
+	}
+}
+
+// leaseEpochs returns the distinct epochs of the leases rx holds, sorted.
+func leaseEpochs(rx *receiver.Receiver) []uint32 {
+	var e []uint32
+	for _, id := range rx.Islands() {
+		if l, ok := rx.Lease(id); ok && !slices.Contains(e, l.Epoch) {
+			e = append(e, l.Epoch)
+		}
+	}
+	slices.Sort(e)
+	return e
+}
