@@ -35,7 +35,8 @@
 //     releases the shard, recording the hand-off (P handoff/<n>), and calls
 //     Hooks.Lose only once the next holder has claimed it. Meanwhile fronts
 //     keep relaying the frames of the leases they forwarded from it
-//     (Table.Handing) until the next holder's lease arrives, and
+//     (Table.Handing) and hold the next holder's admitted lease back until
+//     its first frame is there (at most four broadcast periods), and
 //     RunAuthority keeps stepping the shard until its standby sees the next
 //     holder's frames, so the islands never stop while they change hands.
 //     A rebalance (an authority joins) hands shards on the same way.
