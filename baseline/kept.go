@@ -47,7 +47,13 @@ const ring = MaxKept + 1
 const maxSpare = 4
 
 // slot is the slot of the i-th oldest table.
-func (k *Kept) slot(i int) int { return (k.head + i) % ring }
+func (k *Kept) slot(i int) int {
+	s := k.head + i // both below ring
+	if s >= ring {
+		s -= ring
+	}
+	return s
+}
 
 // NewTable returns an empty table, recycled from those k let go when it
 // can, so that keeping a baseline per broadcast allocates nothing once warm.
@@ -132,7 +138,7 @@ func (k *Kept) drop(m int) {
 	for range m {
 		k.recycle(k.tables[k.head])
 		k.tables[k.head] = nil
-		k.head = (k.head + 1) % ring
+		k.head = k.slot(1)
 		k.n--
 	}
 }
