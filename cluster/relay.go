@@ -93,7 +93,7 @@ type parkKey struct {
 // hands it on (the fence's hand-off record) and the new holder has sent no
 // frame under it: forwarding it would end the old holder's frames at the
 // observers before the new holder has any (make before break). It goes
-// with the new holder's first frame, or after handOverSteps.
+// with the new holder's first frame, or after handOverPeriods.
 type parked struct {
 	lease  codec.Lease
 	msgs   []codec.Message // the island's messages after the lease, in order
@@ -211,17 +211,17 @@ func (u *Upstream) Control(raw []byte) {
 	case codec.Lease:
 		key := parkKey{u.holder, m.Island}
 		delete(r.parked, key) // a newer lease of ours replaces a waiting one
-		if !r.cfg.Fence.Admit(r.cfg.ShardOf(m.Island), u.holder, m.Epoch) {
-			if len(r.parked) >= r.cfg.MaxIslands {
+		admitted := r.cfg.Fence.Admit(r.cfg.ShardOf(m.Island), u.holder, m.Epoch)
+		if !admitted || r.handingOver(u.holder, m) {
+			if len(r.parked) < r.cfg.MaxIslands {
+				r.parked[key] = &parked{lease: m, bytes: len(raw)}
+				return
+			}
+			if !admitted {
 				r.stats.FencedLeases++
 				return
 			}
-			r.parked[key] = &parked{lease: m, bytes: len(raw)}
-			return
-		}
-		if r.handingOver(u.holder, m) {
-			r.parked[key] = &parked{lease: m, bytes: len(raw)}
-			return
+			// No room to wait for the first frame: break before make.
 		}
 		r.lease(u.holder, m)
 		return
@@ -478,8 +478,8 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 			continue
 		}
 		// While the holder hands the shard on, its frames go on until the
-		// next holder's lease arrives and replaces it here: observers see
-		// no gap while the shard changes hands.
+		// next holder's lease replaces it here, with that holder's first
+		// frame: observers see no gap while the shard changes hands.
 		if !r.cfg.Fence.Admit(o.shard, o.holder, o.epoch) && !r.cfg.Fence.Handing(o.shard, o.holder, o.epoch) {
 			o.orphan += int(r.every)
 			if o.fresh {
