@@ -208,6 +208,7 @@ type Broadcaster struct {
 	// wire 3
 	seq    uint32 // broadcast sequence
 	enc2   map[int]*codec.Encoder
+	tables tableArena // storage of the frames' baseline tables
 	quant  []quantized
 	byTime []*island.Frame
 	ids    []ObserverID
