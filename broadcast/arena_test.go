@@ -25,7 +25,7 @@ func TestTableArena(t *testing.T) {
 }
 
 // TestFramesAllocs: broadcasting 300 one-body islands to an observer
-// allocates a few chunks per broadcast, not a table and its members per
+// allocates a few chunks per broadcast (35), not a table and its members per
 // island (600 objects).
 func TestFramesAllocs(t *testing.T) {
 	const n = 300

@@ -377,10 +377,12 @@ type tableArena struct {
 	entries []baseline.Entry
 }
 
-// Chunk sizes: tables, and members across them.
+// Chunk sizes: tables, and members across them. Small, because an island
+// whose newest table an observer keeps for long (its anchor) keeps the
+// whole chunk alive: about 6 kB at most per island.
 const (
-	tableChunk = 64
-	entryChunk = 256
+	tableChunk = 16
+	entryChunk = 64
 )
 
 // table returns a zeroed table with n members.
