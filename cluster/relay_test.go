@@ -196,6 +196,42 @@ func TestRelayFailover(t *testing.T) {
 	t.Logf("relay: %+v; observer committed %d frames before, %d after", st, before, obs.rx.Stats().FramesCommitted-before)
 }
 
+// oneShard is a relay test's setup: authority a holding shard 0 (scene)
+// at epoch 100, a relay whose every island is of shard 0, judged by fn,
+// an observer behind it (obsCfg) and a's upstream into it.
+type oneShard struct {
+	a       *scenario.Authority
+	relay   *Relay
+	obs, up *link
+	scs     []scenario.Scenario
+	now     int64
+}
+
+func newOneShard(t *testing.T, scene string, fn Fence, handOff func(uint32, float64), obsCfg receiver.Config) *oneShard {
+	t.Helper()
+	scs, err := scenario.Pick(scene)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := scenario.NewShardAuthority(scs, 20, 0)
+	_ = a.Gain(0, 100, nil)
+	relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(uint32) uint32 { return 0 }, Fence: fn, HandOff: handOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &oneShard{a: a, relay: relay, scs: scs, obs: newLink(t, 0x5eed, a.Period(), obsCfg),
+		up: newLink(t, 1, a.Period(), relay.Upstream("a").Hooks(receiver.Config{}))}
+}
+
+// tick advances one Step: now moves on, and the relay's output of this
+// Step goes to the observer after feed has carried the upstreams' output.
+func (o *oneShard) tick(feed func(now int64)) {
+	o.now += 1_000_000 / scenario.StepHz
+	feed(o.now)
+	msgs, frames := o.relay.Step()
+	o.obs.carry(o.now, msgs, frames)
+}
+
 // TestRelayForgetsOverlapped: the bridge of "break" splits in two under
 // authority a; b takes the shard and, starting the scenario over, states
 // one whole bridge. The half a split off is nobody's now, and b's manifest
@@ -203,26 +239,14 @@ func TestRelayFailover(t *testing.T) {
 // ForgetAfter later, so that no observer places one plank from two islands.
 // (The broken-off half's id, 21, is its lowest plank's.)
 func TestRelayForgetsOverlapped(t *testing.T) {
-	scs, err := scenario.Pick("break")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fn := fence{0: {Holder: "a", Epoch: 100}}
-	a, _ := scenario.NewShardAuthority(scs, 20, 0)
-	_ = a.Gain(0, 100, nil)
-	relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(uint32) uint32 { return 0 }, Fence: fn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs := newLink(t, 0x5eed, a.Period(), receiver.Config{})
-	upA := newLink(t, 1, a.Period(), relay.Upstream("a").Hooks(receiver.Config{}))
-	var now int64
+	r := newOneShard(t, "break", fn, nil, receiver.Config{})
+	a, relay, obs, upA, scs := r.a, r.relay, r.obs, r.up, r.scs
 	step := func(src *scenario.Authority, up *link) {
-		now += 1_000_000 / scenario.StepHz
-		msgs, frames := src.Step()
-		up.carry(now, msgs, frames)
-		msgs, frames = relay.Step()
-		obs.carry(now, msgs, frames)
+		r.tick(func(now int64) {
+			msgs, frames := src.Step()
+			up.carry(now, msgs, frames)
+		})
 	}
 	for range 3 * scenario.StepHz { // the bridge breaks at 2 s
 		step(a, upA)
@@ -264,30 +288,17 @@ func TestRelayForgetsOverlapped(t *testing.T) {
 // lease has come, the relay keeps handing out its frames — and stops
 // once the record goes.
 func TestRelayHandsOnWhileHanding(t *testing.T) {
-	scs, err := scenario.Pick("bridge")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
-	a, _ := scenario.NewShardAuthority(scs, 20, 0)
-	_ = a.Gain(0, 100, nil)
-	relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(uint32) uint32 { return 0 }, Fence: fn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs := newLink(t, 0x5eed, a.Period(), receiver.Config{})
-	up := newLink(t, 1, a.Period(), relay.Upstream("a").Hooks(receiver.Config{}))
-	var now int64
+	r := newOneShard(t, "bridge", fn, nil, receiver.Config{})
 	run := func(n int) uint64 {
-		before := obs.rx.Stats().FramesCommitted
+		before := r.obs.rx.Stats().FramesCommitted
 		for range n {
-			now += 1_000_000 / scenario.StepHz
-			msgs, frames := a.Step()
-			up.carry(now, msgs, frames)
-			msgs, frames = relay.Step()
-			obs.carry(now, msgs, frames)
+			r.tick(func(now int64) {
+				msgs, frames := r.a.Step()
+				r.up.carry(now, msgs, frames)
+			})
 		}
-		return obs.rx.Stats().FramesCommitted - before
+		return r.obs.rx.Stats().FramesCommitted - before
 	}
 	if n := run(30); n == 0 {
 		t.Fatal("nothing reached the observer while a held the shard")
@@ -313,31 +324,22 @@ func TestRelayHandsOnWhileHanding(t *testing.T) {
 // lease out after handOverPeriods all the same.
 func TestRelayMakesBeforeBreak(t *testing.T) {
 	for _, silent := range []bool{false, true} {
-		scs, err := scenario.Pick("bridge")
-		if err != nil {
-			t.Fatal(err)
-		}
 		fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
-		a, _ := scenario.NewShardAuthority(scs, 20, 0)
-		b, _ := scenario.NewShardAuthority(scs, 20, 0)
-		_ = a.Gain(0, 100, nil)
 		var gaps []float64
-		relay, err := NewRelay(RelayConfig{Period: a.Period(), ShardOf: func(uint32) uint32 { return 0 }, Fence: fn,
-			HandOff: func(_ uint32, s float64) { gaps = append(gaps, s) }})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var epochs []uint32 // the epoch of each frame the observer committed
-		obs := newLink(t, 0x5eed, a.Period(), receiver.Config{OnCommit: func(f *validator.Validated) { epochs = append(epochs, f.Key().Epoch) }})
-		upA := newLink(t, 1, a.Period(), relay.Upstream("a").Hooks(receiver.Config{}))
-		upB := newLink(t, 2, b.Period(), relay.Upstream("b").Hooks(receiver.Config{}))
-		var now int64
+		r := newOneShard(t, "bridge", fn, func(_ uint32, s float64) { gaps = append(gaps, s) },
+			receiver.Config{OnCommit: func(f *validator.Validated) { epochs = append(epochs, f.Key().Epoch) }})
+		a, obs := r.a, r.obs
+		b, _ := scenario.NewShardAuthority(r.scs, 20, 0)
+		upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
 		bFrames := false // b's frames reach the relay (a Spawn's among them)
 		var held []codec.Message
 		step := func() {
-			now += 1_000_000 / scenario.StepHz
+			// As tick, but the relay's output is looked at on its way.
+			r.now += 1_000_000 / scenario.StepHz
+			now := r.now
 			msgs, frames := a.Step()
-			upA.carry(now, msgs, frames)
+			r.up.carry(now, msgs, frames)
 			msgs, frames = b.Step()
 			if !bFrames {
 				// Only b's identities and lease go up; what carries its
@@ -356,7 +358,7 @@ func TestRelayMakesBeforeBreak(t *testing.T) {
 				msgs, held = append(held, msgs...), nil
 			}
 			upB.carry(now, msgs, frames)
-			msgs, frames = relay.Step()
+			msgs, frames = r.relay.Step()
 			lease := slices.ContainsFunc(msgs, func(m codec.Message) bool { l, ok := m.(codec.Lease); return ok && l.Epoch == 101 })
 			if lease && slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
 				// Control and datagrams travel apart: the frame could
