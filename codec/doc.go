@@ -55,7 +55,10 @@
 // (Begin, AddKey, AddDelta, Datagrams); Decoder parses a datagram whole
 // (its check, framing, caps) and returns one record per island — a batch's
 // predicted islands gathered into runs — whose members expand with
-// ExpandKey, ExpandDelta (given the baseline) and Predict (runs). A frame
+// ExpandKey, ExpandDelta (given the baseline) and Predict (runs).
+// Residuals is the six values a delta member carries against its
+// baseline's motion, for tools that measure a scene (the bandwidth
+// benchmark reports their entropy beside what the coder spends). A frame
 // cut into 2 … MaxParityFragments fragments may carry Reed–Solomon parity
 // records (Encoder.SetParity; github.com/klauspost/reedsolomon): any
 // Fragments of its Fragments+Parity records complete it. Fragments are cut

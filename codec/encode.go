@@ -326,15 +326,8 @@ func (e *Encoder) AddDelta(f *Frame, ref *Ref) error {
 		if b.ID != m.ID {
 			return fail(ErrMalformed, -1, "delta members")
 		}
-		// Positions against the baseline's motion, then velocities against
-		// the motion those positions imply (constant acceleration).
-		pr := b.Q
-		predictInto(&pr, dt, ps, as)
-		vp := m.Q
-		predictVel(&vp, &b.Q, dt, ps, as)
 		r := &dres[i]
-		r.d = [6]int64{m.Q.X - pr.X, m.Q.Y - pr.Y, m.Q.Angle - pr.Angle,
-			m.Q.VX - vp.VX, m.Q.VY - vp.VY, m.Q.AngVel - vp.AngVel}
+		r.d = residuals(&b.Q, &m.Q, dt, ps, as)
 		r.mask = 0
 		for k, v := range r.d {
 			if v != 0 {

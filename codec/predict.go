@@ -25,6 +25,31 @@ func predict(b quant.State, dt int64, p quant.Precision) quant.State {
 	return b
 }
 
+// Residuals returns what a delta member carries for a body whose baseline
+// state is base and whose state dt µs later is cur, both under precision
+// p: X, Y and Angle less where the baseline's velocities carry them (rounded
+// to the nearest quantum, ties away from zero), then VX, VY and AngVel less
+// the velocities those positions imply under constant acceleration
+// (2·Δ/dt − v₀). All zero means the body moved as predicted. Encoders and
+// tools measuring a scene's residuals use it; docs/wire-format.md states the
+// same arithmetic.
+func Residuals(base, cur quant.State, dt int64, p quant.Precision) [6]int64 {
+	ps, as := shifts(p)
+	return residuals(&base, &cur, dt, ps, as)
+}
+
+// residuals is Residuals with the precision's shifts worked out: positions
+// against the baseline's motion, then velocities against the motion those
+// positions imply.
+func residuals(base, cur *quant.State, dt int64, posShift, angleShift int) [6]int64 {
+	pr := *base
+	predictInto(&pr, dt, posShift, angleShift)
+	vp := *cur
+	predictVel(&vp, base, dt, posShift, angleShift)
+	return [6]int64{cur.X - pr.X, cur.Y - pr.Y, cur.Angle - pr.Angle,
+		cur.VX - vp.VX, cur.VY - vp.VY, cur.AngVel - vp.AngVel}
+}
+
 // predictVel predicts the velocities of a body that moved from base to q's
 // positions in dt µs under constant acceleration: v = 2·Δ/dt − v₀, in exact
 // integer arithmetic, rounded half away from zero. Without a usable

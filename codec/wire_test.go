@@ -284,6 +284,28 @@ func TestWirePrediction(t *testing.T) {
 	}
 }
 
+// TestWireResiduals: a body that moved exactly as its baseline's motion
+// predicts carries zero residuals; one that did not carries its positions
+// less the prediction and its velocities less the ones its positions imply
+// under constant acceleration (2·Δ/dt − v₀).
+func TestWireResiduals(t *testing.T) {
+	p := quant.Rigid.Precision()
+	b := quant.State{X: 100, VX: 128, VY: -128, Angle: 4, AngVel: -256}
+	// 0.1 s at 1 m/s: 51 quanta on; the velocity those 51 quanta imply is
+	// 2·51 / (0.1 s · 4 position quanta per velocity quantum) − 128 = 127;
+	// the angle's −410 quanta imply round(−820 / 1.6) + 256 = −513 + 256 = −257.
+	moved := quant.State{X: 151, Y: -51, Angle: 4 - 410, VX: 127, VY: -127, AngVel: -257}
+	if got := Residuals(b, moved, 100_000, p); got != [6]int64{} {
+		t.Fatalf("as predicted: %v", got)
+	}
+	// 3 quanta further on x and a full stop on y: x's implied velocity is
+	// 2·54/0.4 − 128 = 142, y's 2·0 − (−128) = 128.
+	hit := quant.State{X: 154, Y: 0, Angle: 4 - 410, VX: 0, VY: 0, AngVel: -257}
+	if got, want := Residuals(b, hit, 100_000, p), [6]int64{3, 51, 0, -142, -128, 0}; got != want {
+		t.Fatalf("knocked: %v, want %v", got, want)
+	}
+}
+
 // TestWirePredictTable: Predict carries every member of a baseline table as
 // predict does one state — bodies at rest, moving, turning, and with
 // extreme velocities — with the new time and the member's own segment.

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -25,6 +26,63 @@ type lagLoop struct {
 	changed           int // bodies whose rigid-quantized state differs from the previous snapshot
 	last              map[island.MemberID]quant.State
 	largest           int64 // the largest snapshot's datagram bytes
+	// The quantized states of the last lag+1 snapshots (the baseline of
+	// each delta is the oldest), and, once set, the residuals the deltas
+	// carried, counted for their entropy.
+	past  []pastSnap
+	floor *residualCount
+}
+
+type pastSnap struct {
+	t island.Time
+	q map[island.MemberID]quant.State
+}
+
+// residualCount is every delta member's residuals in a run, counted by
+// field and value, for their order-0 entropy: what a coder that knew each
+// field's distribution of residuals beforehand, and coded the fields of a
+// member independently, would spend on them.
+type residualCount struct {
+	members, changed int
+	hist             [6]map[int64]int
+}
+
+func newResidualCount() *residualCount {
+	c := &residualCount{}
+	for k := range c.hist {
+		c.hist[k] = map[int64]int{}
+	}
+	return c
+}
+
+func (c *residualCount) add(d [6]int64) {
+	c.members++
+	if d == [6]int64{} {
+		return
+	}
+	c.changed++
+	for k, v := range d {
+		c.hist[k][v]++
+	}
+}
+
+// bits returns the order-0 entropy per member: whether it changed, and
+// each field's residual when it did.
+func (c *residualCount) bits() float64 {
+	h := func(n, of int) float64 {
+		if n == 0 || n == of {
+			return 0
+		}
+		p := float64(n) / float64(of)
+		return -p * math.Log2(p)
+	}
+	sum := h(c.changed, c.members) + h(c.members-c.changed, c.members)
+	for _, m := range c.hist {
+		for _, n := range m {
+			sum += float64(n) / float64(c.members) * -math.Log2(float64(n)/float64(c.changed))
+		}
+	}
+	return sum
 }
 
 func newLagLoop(b testing.TB, scene string, hz, lag int) *lagLoop {
@@ -90,6 +148,11 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 			continue
 		}
 		p := quant.Rigid.Precision()
+		now := pastSnap{t: frames[0].Time, q: make(map[island.MemberID]quant.State, len(l.last))}
+		var base *pastSnap
+		if len(l.past) > l.lag {
+			base = &l.past[len(l.past)-1-l.lag]
+		}
 		for _, f := range frames {
 			bodies += len(f.Members)
 			for _, m := range f.Members {
@@ -98,7 +161,18 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 					l.changed++
 				}
 				l.last[m.ID] = q
+				now.q[m.ID] = q
+				if base == nil || l.floor == nil {
+					continue
+				}
+				if b, ok := base.q[m.ID]; ok {
+					l.floor.add(codec.Residuals(b, q, int64(f.Time-base.t), p))
+				}
 			}
+		}
+		l.past = append(l.past, now)
+		if len(l.past) > l.lag+1 {
+			l.past = append(l.past[:0], l.past[1:]...)
 		}
 		l.largest = max(l.largest, bytes)
 		l.frames += uint64(len(frames))
@@ -138,6 +212,7 @@ func BenchmarkBandwidth(b *testing.B) {
 					committed := l.rx.Stats().FramesCommitted
 					sent := l.frames
 					l.ctlBytes, l.upBytes, l.changed, l.largest = 0, 0, 0, 0
+					l.floor = newResidualCount()
 					var bodies, snaps int
 					var bytes int64
 					b.ReportAllocs()
@@ -173,6 +248,10 @@ func BenchmarkBandwidth(b *testing.B) {
 					b.ReportMetric(per(e.Angle-e0.Angle), "angle-bits/body")
 					b.ReportMetric(per(e.Velocity-e0.Velocity), "vel-bits/body")
 					b.ReportMetric(per(e.Parity-e0.Parity), "parity-bits/body")
+					// The members' residuals as their order-0 entropy, beside
+					// what the coder spent on them (index, position, angle and
+					// velocity bits): how far modelling alone could go.
+					b.ReportMetric(l.floor.bits(), "order0-bits/body")
 				})
 			}
 		}
