@@ -111,6 +111,9 @@ type Receiver struct {
 	sim   sims // local simulations of islands past their newest frame
 
 	clockPeriod int64 // send period the clock was built with, µs; 0 for its default
+	// retired is the totals of the clocks a new send period replaced, so
+	// that Stats' clock totals never go back.
+	retired     store.ClockStats
 	welcomed    bool
 	welcome     codec.Welcome
 	timelines   uint32   // local timeline counter: bumps on every new authority timeline
@@ -279,6 +282,10 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		r.stats.Timelines++
 		if cc := r.cfg.Clock; cc.SendPeriod == 0 && int64(w.SendPeriod) != r.clockPeriod {
 			cc.SendPeriod = int64(w.SendPeriod)
+			old := r.clock.Stats()
+			r.retired.FrozenTime += old.FrozenTime
+			r.retired.WaitingTime += old.WaitingTime
+			r.retired.Reanchors += old.Reanchors
 			r.clock, r.clockPeriod = store.NewClock(cc), cc.SendPeriod
 		}
 		return nil
@@ -624,8 +631,16 @@ func (r *Receiver) Islands() []uint32 { return r.known }
 // Welcome returns the authority's last Welcome, and false before the first.
 func (r *Receiver) Welcome() (codec.Welcome, bool) { return r.welcome, r.welcomed }
 
-// Clock returns the playout clock's state.
-func (r *Receiver) Clock() store.ClockStats { return r.clock.Stats() }
+// Clock returns the playout clock's state. Its totals (FrozenTime,
+// WaitingTime, Reanchors) count from the receiver's start, across the new
+// clock a Welcome with another send period brings.
+func (r *Receiver) Clock() store.ClockStats {
+	c := r.clock.Stats()
+	c.FrozenTime += r.retired.FrozenTime
+	c.WaitingTime += r.retired.WaitingTime
+	c.Reanchors += r.retired.Reanchors
+	return c
+}
 
 // Lease returns an island's current lease.
 func (r *Receiver) Lease(islandID uint32) (island.Lease, bool) { return r.val.Lease(islandID) }

@@ -311,3 +311,28 @@ func TestMemberCapIsOne(t *testing.T) {
 		t.Fatalf("%d datagrams: %d frames committed; rejects %v", len(dgs), st.FramesCommitted, st.Assembler.Outcomes)
 	}
 }
+
+// TestClockTotalsSurviveWelcome: the clock's totals count from the
+// receiver's start. Time spent waiting before the first Welcome stays
+// counted when the Welcome's send period brings a new clock (an observer's
+// metrics are counters: they must never go back).
+func TestClockTotalsSurviveWelcome(t *testing.T) {
+	rx, _ := New(Config{})
+	rx.Render(0)
+	rx.Render(200_000) // 200 ms waiting before any Welcome
+	before := rx.Stats().Clock
+	if before.WaitingTime <= 0 {
+		t.Fatalf("waited %d µs before the Welcome", before.WaitingTime)
+	}
+	if err := rx.Control(200_000, welcome); err != nil {
+		t.Fatal(err)
+	}
+	if got := rx.Stats().Clock.WaitingTime; got != before.WaitingTime {
+		t.Fatalf("waiting time %d µs after the Welcome, %d before", got, before.WaitingTime)
+	}
+	rx.Render(300_000) // the new clock's first reading
+	rx.Render(400_000)
+	if got := rx.Clock().WaitingTime; got < before.WaitingTime+100_000 {
+		t.Fatalf("waiting time %d µs 200 ms later, %d before the Welcome", got, before.WaitingTime)
+	}
+}

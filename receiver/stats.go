@@ -97,7 +97,7 @@ func (r *Receiver) Stats() Stats {
 	s.Assembler = r.asm.Stats()
 	s.Validator = r.val.Stats()
 	s.Store = r.st.Stats()
-	s.Clock = r.clock.Stats()
+	s.Clock = r.Clock()
 	s.SimOverBudget, s.SimBodies = r.sim.overBudget, r.sim.bodies
 	s.PendingEvents = len(r.later)
 	return s

@@ -211,6 +211,26 @@ func TestSummaryAndMetrics(t *testing.T) {
 	}
 }
 
+// TestMetricsSurviveAReset: totals that start again from zero (a source
+// replaced) are counted from zero again, never as a decrease — a
+// Prometheus counter panics on one, and islandwatch would die with it.
+func TestMetricsSurviveAReset(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newWatchMetrics(reg)
+	var obs observed
+	var st receiver.Stats
+	st.Clock.WaitingTime, st.Datagrams = 3_000_000, 10
+	m.stats(&st, 0, &obs)
+	st.Clock.WaitingTime, st.Datagrams = 500_000, 4 // both started again
+	m.stats(&st, 0, &obs)
+	if got := metricValue(t, reg, "islandsync_watch_waiting_seconds_total"); got != 3.5 {
+		t.Errorf("waiting_seconds_total = %v, want 3.5", got)
+	}
+	if got := metricValue(t, reg, "islandsync_watch_datagrams_received_total"); got != 14 {
+		t.Errorf("datagrams_received_total = %v, want 14", got)
+	}
+}
+
 // metricValue gathers reg and returns the value of the unlabelled metric
 // name (a counter or a gauge).
 func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {

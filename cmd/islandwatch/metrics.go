@@ -84,19 +84,31 @@ func (m *watchMetrics) stats(st *receiver.Stats, islands int, o *observed) {
 	l := &m.last
 	m.bufferedFrames.Set(float64(st.Store.BufferedFrames))
 	m.islands.Set(float64(islands))
-	m.bytes.Add(float64(st.BytesReceived - l.BytesReceived))
-	m.datagrams.Add(float64(st.Datagrams - l.Datagrams))
-	m.frames.Add(float64(st.FramesCommitted - l.FramesCommitted))
-	m.extrapolation.Add(float64(st.Store.ExtrapolationTime-l.Store.ExtrapolationTime) / 1e6)
-	m.freeze.Add(float64(st.Store.FreezeTime+st.Clock.FrozenTime-l.Store.FreezeTime-l.Clock.FrozenTime) / 1e6)
-	m.waiting.Add(float64(st.Clock.WaitingTime-l.Clock.WaitingTime) / 1e6)
-	m.halfFrames.Add(float64(o.half - m.lastHalf))
-	m.handOffs.Add(float64(o.handOffs - m.lastHandOffs))
-	m.rebuilt.Add(float64(st.Assembler.Count(assembler.Rebuilt) - l.Assembler.Count(assembler.Rebuilt)))
-	m.reconnects.Add(float64(st.Reconnects - l.Reconnects))
+	grow(m.bytes, st.BytesReceived, l.BytesReceived, 1)
+	grow(m.datagrams, st.Datagrams, l.Datagrams, 1)
+	grow(m.frames, st.FramesCommitted, l.FramesCommitted, 1)
+	grow(m.extrapolation, st.Store.ExtrapolationTime, l.Store.ExtrapolationTime, 1e6)
+	grow(m.freeze, st.Store.FreezeTime+st.Clock.FrozenTime, l.Store.FreezeTime+l.Clock.FrozenTime, 1e6)
+	grow(m.waiting, st.Clock.WaitingTime, l.Clock.WaitingTime, 1e6)
+	grow(m.halfFrames, o.half, m.lastHalf, 1)
+	grow(m.handOffs, o.handOffs, m.lastHandOffs, 1)
+	grow(m.rebuilt, st.Assembler.Count(assembler.Rebuilt), l.Assembler.Count(assembler.Rebuilt), 1)
+	grow(m.reconnects, st.Reconnects, l.Reconnects, 1)
 	st.Rejects(func(reason string, n uint64) {
-		m.rejects.WithLabelValues(reason).Add(float64(n - m.rejectsSeen[reason]))
+		grow(m.rejects.WithLabelValues(reason), n, m.rejectsSeen[reason], 1)
 		m.rejectsSeen[reason] = n
 	})
 	m.last, m.lastHalf, m.lastHandOffs = *st, o.half, o.handOffs
+}
+
+// grow adds to c what a source total went up by since last, in units of
+// per (1e6: µs to seconds). A total below last started again from zero
+// (its source was replaced), so all of it is new: a Prometheus counter
+// must never go back, and a panic would take the observer down.
+func grow[T int | int64 | uint64](c prometheus.Counter, now, last T, per float64) {
+	d := now - last
+	if now < last {
+		d = now
+	}
+	c.Add(float64(d) / per)
 }
