@@ -220,6 +220,7 @@ type Broadcaster struct {
 	sortedGen uint64
 	ticks     uint32       // Frames calls with frames (broadcasts): the clock of interest's grace
 	regionIDs []ObserverID // interests' scratch: the observers subscribed to regions
+	entering  []entrant    // updateInterest's scratch: the islands entering one observer's interest
 
 	cdec *codec.ControlDecoder // FeedbackBytes' decoder
 	one  [1]*observer          // broadcastQuant's scratch: the observer one encoding goes to

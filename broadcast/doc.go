@@ -45,7 +45,10 @@
 // and one out of every region grown by Config.InterestMargin for
 // Config.InterestGrace broadcasts gets a Forget (interest.go). Under a
 // budget, islands near a region's centre gain up to 8 times the
-// importance (Config.FocusRadius).
+// importance (Config.FocusRadius), and islands entering enter nearest the
+// centre first, their catch-ups taking at most half of each broadcast's
+// budget (at least one island enters each broadcast; the rest wait), so a
+// camera sweeping into a crowded area keeps the islands in view fresh.
 //
 // # Usage
 //

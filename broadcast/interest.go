@@ -1,6 +1,7 @@
 package broadcast
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -149,6 +150,7 @@ func (b *Broadcaster) noteBounds(frames []*island.Frame) {
 // bounds: catch-ups for those entering, Forgets for those out past the grace.
 func (b *Broadcaster) updateInterest(o *observer) {
 	margin, grace := b.cfg.InterestMargin, uint32(b.cfg.InterestGrace)
+	b.entering = b.entering[:0]
 	for _, isl := range b.sortedLive() {
 		st := o.inside[isl]
 		bx, ok := b.bounds[isl]
@@ -157,7 +159,7 @@ func (b *Broadcaster) updateInterest(o *observer) {
 		}
 		switch {
 		case st == nil:
-			if !meets(o.regions, bx, 0) || len(o.inside) >= b.cfg.MaxIslands {
+			if !meets(o.regions, bx, 0) {
 				continue
 			}
 			if o.restricted {
@@ -165,8 +167,7 @@ func (b *Broadcaster) updateInterest(o *observer) {
 					continue
 				}
 			}
-			o.inside[isl] = &interest{}
-			b.catchUp(o, isl)
+			b.entering = append(b.entering, entrant{d2: dist2(o, bx), isl: isl})
 		case meets(o.regions, bx, margin):
 			st.out = false
 		case !st.out:
@@ -177,6 +178,54 @@ func (b *Broadcaster) updateInterest(o *observer) {
 		case b.ticks-st.outAt >= grace:
 			b.leave(o, isl)
 		}
+	}
+	b.admit(o)
+}
+
+// entrant is an island entering a region observer's interest, with the
+// squared distance from its centre to the nearest region's centre.
+type entrant struct {
+	d2  float64
+	isl uint32
+}
+
+// catchUpShare is the percentage of an observer's budget per broadcast
+// that catch-ups of islands entering its interest may take.
+const catchUpShare = 50
+
+// admit lets the islands entering o's interest (b.entering, ascending) in,
+// each with its catch-up, up to Config.MaxIslands in interest. Without a
+// budget all enter at once. Under one, the islands nearest a region's
+// centre enter first, and once this broadcast's catch-ups have taken
+// catchUpShare % of the budget (or what is left of it) the rest wait for
+// the next broadcasts: a camera sweeping into a crowded area does not
+// spend the whole budget on identities and physics while the islands
+// already in view go stale. While the budget has anything left, at least
+// one island enters, however large its catch-up; the debt it leaves is
+// paid back, as a large frame's is, before the next one enters.
+func (b *Broadcaster) admit(o *observer) {
+	allow := math.MaxInt
+	if budget := b.budgetOf(o); budget > 0 {
+		// What this broadcast's refill will leave once the control
+		// already queued is paid: nothing while a debt is paid back.
+		left := min(o.bucket.credit+budget, budget) - o.ctlOwed
+		allow = min(budget*catchUpShare/100, left)
+		slices.SortFunc(b.entering, func(x, y entrant) int {
+			if c := cmp.Compare(x.d2, y.d2); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.isl, y.isl)
+		})
+	}
+	spent := 0
+	for _, e := range b.entering {
+		if spent >= allow || len(o.inside) >= b.cfg.MaxIslands {
+			break
+		}
+		n := len(o.ctl)
+		o.inside[e.isl] = &interest{}
+		b.catchUp(o, e.isl)
+		spent += len(o.ctl) - n
 	}
 }
 
@@ -214,11 +263,17 @@ func (b *Broadcaster) focus(o *observer, bx box) float64 {
 	if o.regions == nil || b.cfg.FocusRadius <= 0 {
 		return 1
 	}
+	return 1 + focusGain*max(0, 1-math.Sqrt(dist2(o, bx))/b.cfg.FocusRadius)
+}
+
+// dist2 is the squared distance, in square metres, from the centre of
+// bounds bx to the nearest centre of o's regions.
+func dist2(o *observer, bx box) float64 {
 	cx, cy := bx.centre()
 	d2 := math.Inf(1)
 	for _, r := range o.regions {
 		x, y := r.Centre()
 		d2 = min(d2, (cx-x)*(cx-x)+(cy-y)*(cy-y))
 	}
-	return 1 + focusGain*max(0, 1-math.Sqrt(d2)/b.cfg.FocusRadius)
+	return d2
 }

@@ -183,3 +183,75 @@ func TestFocusFavoursTheCentre(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpsPacedByBudget: under a budget, islands entering a region
+// enter nearest its centre first, and their catch-ups take at most half of
+// each broadcast's budget (and one island more); every island gets its
+// catch-up before its first frame, and in the end every island in the
+// region has entered. Without a budget all enter at once.
+func TestCatchUpsPacedByBudget(t *testing.T) {
+	const n = 12
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = float64(n-i) * 3 // island 1 farthest from the centre (0), island n nearest
+	}
+	region := []codec.Region{{X0: -50, Y0: -5, X1: 50, Y1: 5}}
+
+	free := newAOIRig(t, n, Config{SendPeriod: 50_000})
+	_ = free.b.Subscribe(1, codec.Subscribe{Regions: region})
+	free.b.Take(1, nil, nil)
+	if ctl, _ := free.step(x...); len(ctl) != 3*n {
+		t.Fatalf("no budget: %d control messages at once, want every island's catch-up (%d)", len(ctl), 3*n)
+	}
+
+	r := newAOIRig(t, n, Config{SendPeriod: 50_000, ObserverKbps: 8}) // 50 bytes a broadcast: less than one catch-up
+	_ = r.b.Subscribe(1, codec.Subscribe{Regions: region})
+	r.b.Take(1, nil, nil)
+	budget := 8 * 1000 / 8 / 20
+	var order []uint32
+	entered := map[uint32]bool{}
+	start := r.b.Stats()
+	largest, rounds := 0, 0
+	for round := 0; len(order) < n; round++ {
+		rounds++
+		if round > 10*n {
+			t.Fatalf("after %d broadcasts only %v entered", round, order)
+		}
+		before := r.b.Stats().ControlBytes
+		ctl, isl := r.step(x...)
+		bytes := int(r.b.Stats().ControlBytes - before)
+		var now []uint32
+		for _, c := range ctl {
+			var k uint32
+			if _, err := fmt.Sscanf(c, "lease %d", &k); err == nil {
+				now = append(now, k)
+			}
+		}
+		if len(now) > 1 && bytes > budget/2+bytes/len(now) {
+			t.Fatalf("broadcast %d: %d catch-ups in %d bytes, budget %d", round, len(now), bytes, budget)
+		}
+		for _, k := range now {
+			entered[k] = true
+			order = append(order, k)
+		}
+		if len(now) > 0 {
+			largest = max(largest, bytes/len(now))
+		}
+		for _, k := range isl {
+			if !entered[k] {
+				t.Fatalf("island %d sent a frame before its catch-up", k)
+			}
+		}
+	}
+	// Catch-ups and frames together keep to the budget, but for one
+	// catch-up or frame paid back after.
+	end := r.b.Stats()
+	if spent := int(end.Bytes - start.Bytes + end.ControlBytes - start.ControlBytes); spent > rounds*budget+largest {
+		t.Fatalf("%d bytes in %d broadcasts of %d", spent, rounds, budget)
+	}
+	for i, k := range order {
+		if want := uint32(n - i); k != want {
+			t.Fatalf("entered in order %v, want the nearest first", order)
+		}
+	}
+}
