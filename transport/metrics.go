@@ -61,6 +61,11 @@ type Metrics struct {
 	// broadcast.
 	OldestIslandAge    prometheus.Histogram
 	OldestIslandAgeMax prometheus.Gauge
+	// Steps counts the authority's steps; Broadcasts the steps that
+	// sampled at least one frame. A server that keeps up takes its step
+	// rate (60 a second) and the broadcast rate; with
+	// process_cpu_seconds_total they give its CPU per step and broadcast.
+	Steps, Broadcasts prometheus.Counter
 
 	oldest float64 // the largest OldestIslandAge of the broadcast being flushed
 }
@@ -110,12 +115,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10}}),
 		OldestIslandAgeMax: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "islandsync", Name: "observer_oldest_island_age_max_seconds",
 			Help: "The largest observer_oldest_island_age_seconds at the last broadcast."}),
+		Steps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "steps_total",
+			Help: "Authority steps taken (60 a second when the server keeps up)."}),
+		Broadcasts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "broadcasts_total",
+			Help: "Authority steps that sampled at least one frame: broadcasts."}),
 	}
 	reg.MustRegister(m.Observers, m.DatagramsSent, m.BytesSent, m.FramesDropped, m.DatagramsSlow, m.Rejects,
 		m.HandshakesFailed, m.JoinsRefused, m.TokensRefused, m.Closes, m.QueueAge, m.QueueAgeMax,
 		m.DatagramWait, m.FramesLate, m.Budget, m.BudgetUsed, m.FramesDeferred, m.OldestIslandAge, m.OldestIslandAgeMax,
+		m.Steps, m.Broadcasts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// stepped records one authority step, a broadcast when it sampled frames.
+func (m *Metrics) stepped(broadcast bool) {
+	if m == nil {
+		return
+	}
+	m.Steps.Inc()
+	if broadcast {
+		m.Broadcasts.Inc()
+	}
 }
 
 func (m *Metrics) observers(n int) {

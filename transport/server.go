@@ -301,6 +301,7 @@ func (s *Server) Run(ctx context.Context) error {
 				continue
 			}
 			msgs, frames := s.src.Step()
+			s.m.stepped(len(frames) > 0)
 			for _, m := range msgs {
 				if err := s.bc.Apply(m); err != nil {
 					s.log.Warn("control refused by broadcaster", "type", m.Type().String(), "err", err)
