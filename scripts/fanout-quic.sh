@@ -16,6 +16,7 @@
 #                                        BUDGET kbit/s, default 256)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/scrape.sh
 counts=("${@:-1 8}")
 # shellcheck disable=SC2206
 counts=(${counts[*]})
@@ -28,14 +29,6 @@ trap 'kill $srv "${watchers[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/islandserver" ./cmd/islandserver
 go build -o "$tmp/islandwatch" ./cmd/islandwatch
 
-scrape() { # ADDR NAME: the metric's value now (bash's /dev/tcp, no curl needed)
-  local v
-  exec 3<>"/dev/tcp/${1%:*}/${1##*:}" || return 1
-  printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" >&3
-  v=$(awk -v n="$2" '$1 == n { print $2 }' <&3)
-  exec 3<&-
-  echo "${v:-0}"
-}
 at_least() { awk -v v="$1" -v m="$2" 'BEGIN { exit !(v + 0 >= m + 0) }'; }
 
 # run N: serves N watchers; sets cpu_per_step (ms) and steps_per_s.

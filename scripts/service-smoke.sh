@@ -7,6 +7,7 @@
 # SIGINT must stop the server cleanly every time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/scrape.sh
 tmp=$(mktemp -d)
 srv=
 watcher=
@@ -48,14 +49,7 @@ watch() {
   maddr=$(sed -n 's|^islandwatch: metrics on http://\([^/]*\)/metrics$|\1|p' "$tmp/watch.err")
   [ -n "$maddr" ] || { echo "islandwatch did not start"; cat "$tmp/watch.err"; exit 1; }
 }
-metric() { # NAME: the watcher's islandsync_watch_NAME now (bash's /dev/tcp, no curl needed)
-  local v
-  exec 3<>"/dev/tcp/${maddr%:*}/${maddr##*:}" || return 1
-  printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$maddr" >&3
-  v=$(awk -v n="islandsync_watch_$1" '$1 == n { print $2 }' <&3)
-  exec 3<&-
-  echo "${v:-0}"
-}
+metric() { scrape "$maddr" "islandsync_watch_$1"; } # NAME: the watcher's islandsync_watch_NAME now
 wait_metric() { # NAME MIN: until the metric reaches MIN (at most 60 s)
   for _ in $(seq 600); do
     awk -v v="$(metric "$1")" -v m="$2" 'BEGIN { exit !(v + 0 >= m + 0) }' && return 0
