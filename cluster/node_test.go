@@ -85,6 +85,8 @@ type observer struct {
 	firstAt   map[uint32]time.Time     // island → when its newest epoch's first frame committed
 	lastAt    map[uint32]time.Time     // island → when its newest frame committed
 	silences  map[uint32]time.Duration // island → its last hand-off's time without frames
+	authGaps  map[uint32]island.Time   // island → its last hand-off's authority time between the old epoch's last frame and the new one's first, µs
+	lastTime  map[uint32]island.Time   // island → its newest frame's authority time
 	jumps     map[uint32]float64       // island → its bodies' largest move across its last hand-off, m
 	pos       map[island.MemberID][2]float64
 	commits   int
@@ -120,7 +122,7 @@ func serverState(s *transport.Server) livestate.State {
 func watch(t *testing.T, front *node, fallback ...*node) *observer {
 	t.Helper()
 	o := &observer{newest: map[uint32]uint32{}, firstAt: map[uint32]time.Time{}, lastAt: map[uint32]time.Time{},
-		silences: map[uint32]time.Duration{}, jumps: map[uint32]float64{}, pos: map[island.MemberID][2]float64{}, done: make(chan error, 1),
+		silences: map[uint32]time.Duration{}, authGaps: map[uint32]island.Time{}, lastTime: map[uint32]island.Time{}, jumps: map[uint32]float64{}, pos: map[island.MemberID][2]float64{}, done: make(chan error, 1),
 		ask: make(chan chan livestate.State), light: lightWatchers}
 	tlsc, err := transport.ClientTLS("", "", nil)
 	if err != nil {
@@ -162,10 +164,11 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 					// The island's silence across the hand-off: from the
 					// last frame of the old epoch to the first of the new.
 					o.silences[k.Island] = now.Sub(o.lastAt[k.Island])
+					o.authGaps[k.Island] = f.Time() - o.lastTime[k.Island]
 				}
 				o.newest[k.Island], o.firstAt[k.Island] = k.Epoch, now
 			}
-			o.lastAt[k.Island] = now
+			o.lastAt[k.Island], o.lastTime[k.Island] = now, f.Time()
 		}}})
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +291,10 @@ func TestClusterOverQUIC(t *testing.T) {
 		t.Errorf("an island jumped %.2f m across the drain", jumps[len(jumps)-1])
 	}
 	t.Logf("drain: %d islands of %d shards back after p50 %v, max %v; silent p50 %v, max %v; jump p50 %.3f m, max %.3f m", len(gaps), len(moved), gaps[len(gaps)/2], gaps[len(gaps)-1], quiet[len(quiet)/2], quiet[len(quiet)-1], jumps[len(jumps)/2], jumps[len(jumps)-1])
+	// Of the silence, what the authorities' sampling makes: the authority
+	// time between the old holder's last frame and the new one's first.
+	ag := authorityGaps(obs, moved, len(scs), drained)
+	t.Logf("drain: authority time between the old epoch's last frame and the new one's first: p50 %.1f ms, max %.1f ms", float64(ag[len(ag)/2])/1000, float64(ag[len(ag)-1])/1000)
 	after, withinAfter := frontGaps(t, "f", 0.05)
 	_, withinAfter2 := frontGaps(t, "f", 0.1)
 	// The old lease's frames go out on the front's cadence and the new
@@ -402,6 +409,26 @@ func islandGaps(o *observer, shards []uint32, n int, since time.Time) (gaps, sil
 		gaps, silences, jumps = append(gaps, 0), append(silences, 0), append(jumps, 0)
 	}
 	return gaps, silences, jumps
+}
+
+// authorityGaps returns, sorted, the authority time (µs) between the last
+// frame of each island of shards under its old epoch and the first under
+// its newest, for hand-offs since since: the part of an observer's silence
+// that the authorities' sampling makes, the rest being delivery.
+func authorityGaps(o *observer, shards []uint32, n int, since time.Time) []island.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	gaps := []island.Time{0}
+	for id, at := range o.firstAt {
+		if slices.Contains(shards, uint32(scenario.ShardOf(id, n))) && at.After(since) {
+			gaps = append(gaps, o.authGaps[id])
+		}
+	}
+	if len(gaps) > 1 {
+		gaps = gaps[1:]
+	}
+	slices.Sort(gaps)
+	return gaps
 }
 
 // lightWatchers makes watch keep no positions (no jumps): many watchers
