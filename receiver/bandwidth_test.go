@@ -30,6 +30,7 @@ type lagLoop struct {
 	// each delta is the oldest), and, once set, the residuals the deltas
 	// carried, counted for their entropy.
 	past  []pastSnap
+	spare map[island.MemberID]quant.State // a map past no longer needs
 	floor *residualCount
 }
 
@@ -148,11 +149,15 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 			continue
 		}
 		p := quant.Rigid.Precision()
-		now := pastSnap{t: frames[0].Time, q: make(map[island.MemberID]quant.State, len(l.last))}
 		var base *pastSnap
 		if len(l.past) > l.lag {
 			base = &l.past[len(l.past)-1-l.lag]
 		}
+		now := pastSnap{t: frames[0].Time, q: l.spare}
+		if now.q == nil {
+			now.q = make(map[island.MemberID]quant.State, len(l.last))
+		}
+		clear(now.q)
 		for _, f := range frames {
 			bodies += len(f.Members)
 			for _, m := range f.Members {
@@ -170,8 +175,9 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 				}
 			}
 		}
-		l.past = append(l.past, now)
-		if len(l.past) > l.lag+1 {
+		l.past, l.spare = append(l.past, now), nil
+		if len(l.past) > l.lag+1 { // the oldest's map holds the next snapshot
+			l.spare = l.past[0].q
 			l.past = append(l.past[:0], l.past[1:]...)
 		}
 		l.largest = max(l.largest, bytes)
