@@ -143,6 +143,7 @@ type observer struct {
 	regions     []codec.Region        // its areas of interest; nil unless it subscribed to regions
 	inside      map[uint32]*interest  // in region mode: the islands in its interest
 	lastSeq     uint32                // the broadcast sequence it was last encoded for
+	physics     codec.PhysicsCache    // the Physics descriptions it holds (digests only): what a PhysicsRef may name
 }
 
 // limit cuts a subscription to what the observer may see.
@@ -196,10 +197,10 @@ type Broadcaster struct {
 	idents    map[uint64]island.MemberID
 	leases    map[uint32]island.Lease
 	manifests map[uint32]island.Manifest
-	liveGen   uint64                   // counts changes of leases and manifests (liveAt)
-	liveHint  []liveHint               // per frame of the last broadcast
-	physics   map[uint32]codec.Physics // of the island's current manifest only
-	classes   map[uint32]quant.Class   // set by SetClass, until the island is forgotten
+	liveGen   uint64                 // counts changes of leases and manifests (liveAt)
+	liveHint  []liveHint             // per frame of the last broadcast
+	physics   map[uint32]physicsOf   // of the island's current manifest only
+	classes   map[uint32]quant.Class // set by SetClass, until the island is forgotten
 	observers map[ObserverID]*observer
 	encoders  map[int]*codec.FloatEncoder
 	groups    []group
@@ -308,7 +309,7 @@ func New(cfg Config) (*Broadcaster, error) {
 		return nil, errors.New("broadcast: a negative budget")
 	}
 	b := &Broadcaster{cfg: cfg, idents: map[uint64]island.MemberID{}, leases: map[uint32]island.Lease{},
-		manifests: map[uint32]island.Manifest{}, physics: map[uint32]codec.Physics{}, classes: map[uint32]quant.Class{}, weights: map[uint32]float64{}, bounds: map[uint32]box{}, observers: map[ObserverID]*observer{},
+		manifests: map[uint32]island.Manifest{}, physics: map[uint32]physicsOf{}, classes: map[uint32]quant.Class{}, weights: map[uint32]float64{}, bounds: map[uint32]box{}, observers: map[ObserverID]*observer{},
 		encoders: map[int]*codec.FloatEncoder{}, enc2: map[int]*codec.Encoder{},
 		cdec: codec.NewControlDecoder(codec.ControlLimits{MaxMembers: cfg.Codec.MaxMembers})}
 	if cfg.StampHistory > 0 {
@@ -441,9 +442,7 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		case now && !had:
 			queue(b, o, codec.Lease(b.leases[isl]))
 			queue(b, o, codec.Manifest(b.manifests[isl]))
-			if p, ok := b.physics[isl]; ok {
-				queue(b, o, p)
-			}
+			b.queuePhysics(o, isl)
 		case had && !now:
 			queue(b, o, codec.Forget{Island: isl})
 			o.forgetIsland(isl) // the observer drops its baselines of it
@@ -584,8 +583,13 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 			return ErrBadMessage // what no observer would accept
 		}
 		m.Bodies, m.Joints = slices.Clone(m.Bodies), slices.Clone(m.Joints)
-		b.physics[m.Island] = m
-		b.queueAll(m, &m.Island)
+		enc := m.Append(nil)
+		b.physics[m.Island] = physicsOf{m: m, digest: codec.PhysicsDigest(enc), size: len(enc)}
+		for _, o := range b.observers {
+			if o.wants(m.Island) {
+				b.queuePhysics(o, m.Island)
+			}
+		}
 	case codec.Forget:
 		delete(b.leases, m.Island)
 		delete(b.manifests, m.Island)
@@ -623,6 +627,30 @@ func (b *Broadcaster) queueAll(m codec.Message, islandID *uint32) {
 			queue(b, o, m)
 		}
 	}
+}
+
+// physicsOf is an island's Physics with its description's digest and its
+// encoded size.
+type physicsOf struct {
+	m      codec.Physics
+	digest uint64
+	size   int
+}
+
+// queuePhysics queues island isl's Physics for o, if it has one: a
+// PhysicsRef when o holds its description (an island built like one it
+// was sent before), else the whole message, which o then holds.
+func (b *Broadcaster) queuePhysics(o *observer, isl uint32) {
+	p, ok := b.physics[isl]
+	if !ok {
+		return
+	}
+	if o.physics.Holds(p.digest) {
+		queue(b, o, codec.PhysicsRef{Island: p.m.Island, Topology: p.m.Topology, Config: p.m.Config, Digest: p.digest})
+		return
+	}
+	queue(b, o, p.m)
+	o.physics.Add(p.digest, p.size, nil)
 }
 
 // queue appends m to the observer's control bytes. It is generic over the

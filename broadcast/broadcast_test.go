@@ -271,6 +271,60 @@ func TestParity(t *testing.T) {
 	}
 }
 
+// TestPhysicsRefs: an island built like one whose Physics an observer was
+// sent gets a PhysicsRef to that description instead, in the catch-up and
+// as it comes; a new observer (a new connection) holds nothing, so it gets
+// the whole Physics first; a description differing in anything but the
+// island, topology and config goes whole.
+func TestPhysicsRefs(t *testing.T) {
+	b, _ := New(Config{Timeline: 42})
+	crate := func(isl uint32, mass float64) codec.Physics {
+		return codec.Physics{Island: isl, Topology: 1, Config: 1, Step: 4_167, Iterations: 10, Damping: 1,
+			Bodies: []codec.BodyMass{{Mass: mass, Moment: 1, Width: 1, Height: 1}}}
+	}
+	for isl := uint32(1); isl <= 3; isl++ {
+		live(t, b, isl, ids(uint64(10*isl), 1))
+		if err := b.Apply(crate(isl, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := func(id ObserverID) string {
+		ctl, _ := b.Take(id, nil, nil)
+		var got string
+		for _, m := range parseAll(t, ctl) {
+			switch m := m.(type) {
+			case codec.Physics:
+				got += fmt.Sprintf("physics %d ", m.Island)
+			case codec.PhysicsRef:
+				if want := codec.PhysicsDigest(crate(m.Island, 1).Append(nil)); m.Digest != want {
+					t.Fatalf("island %d: digest %x, want %x", m.Island, m.Digest, want)
+				}
+				got += fmt.Sprintf("ref %d ", m.Island)
+			}
+		}
+		return got
+	}
+	subscribeAll(t, b, 5)
+	if got := kinds(5); got != "physics 1 ref 2 ref 3 " {
+		t.Fatalf("catch-up: %s", got)
+	}
+	live(t, b, 4, ids(40, 1))
+	if err := b.Apply(crate(4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	live(t, b, 5, ids(50, 1))
+	if err := b.Apply(crate(5, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(5); got != "ref 4 physics 5 " {
+		t.Fatalf("as they come: %s", got)
+	}
+	subscribeAll(t, b, 6)
+	if got := kinds(6); got != "physics 1 ref 2 ref 3 ref 4 physics 5 " {
+		t.Fatalf("a new observer: %s", got)
+	}
+}
+
 // TestPhysics: an island's Physics message goes to its subscribers after
 // its manifest, and to a later subscriber in the catch-up; one that does
 // not describe the current manifest is refused, and a new manifest drops

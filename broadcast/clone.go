@@ -31,6 +31,7 @@ func (b *Broadcaster) Clone() *Broadcaster {
 		p.hint = nil // it points into o's entries
 		p.cands = nil
 		p.regions = slices.Clone(o.regions)
+		p.physics = o.physics.Clone()
 		if o.inside != nil {
 			p.inside = make(map[uint32]*interest, len(o.inside))
 			for isl, st := range o.inside {

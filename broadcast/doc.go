@@ -8,7 +8,11 @@
 // keyframe at least every KeyframeEvery broadcasts, each island in its own
 // turn so that keyframes spread evenly over broadcasts, and whenever asked
 // (codec.Keyframes). No control message keeps the baseline window: it
-// counts broadcasts, and both ends keep to it. A frame cut into
+// counts broadcasts, and both ends keep to it. An island's Physics goes to
+// an observer as a PhysicsRef when the observer holds a description
+// alike (islands built the same way share one): the broadcaster keeps each
+// observer's table of held descriptions by the rule codec.PhysicsCache
+// states, digests only. A frame cut into
 // several datagrams carries DefaultParity Reed–Solomon parity records
 // (Config.Parity): the frame still completes when up to that many of its
 // datagrams are lost. Every island is quantized at rigid precision

@@ -243,9 +243,7 @@ func (b *Broadcaster) catchUp(o *observer, isl uint32) {
 	queue(b, o, codec.Announce{IDs: b.manifests[isl].Members})
 	queue(b, o, codec.Lease(b.leases[isl]))
 	queue(b, o, codec.Manifest(b.manifests[isl]))
-	if p, ok := b.physics[isl]; ok {
-		queue(b, o, p)
-	}
+	b.queuePhysics(o, isl)
 }
 
 // sortedLive returns the live islands ascending, recomputed only when a

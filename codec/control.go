@@ -10,7 +10,7 @@ import (
 
 // ControlVersion is the control protocol version a Welcome carries. It
 // changes whenever a control record's layout or meaning changes.
-const ControlVersion = 4
+const ControlVersion = 5
 
 // ControlHeaderSize is the envelope before every control message body: a
 // u32 length (bytes after the length field) and a u8 message type.
@@ -113,6 +113,8 @@ func (t MessageType) String() string {
 		return "spawn"
 	case TypePhysics:
 		return "physics"
+	case TypePhysicsRef:
+		return "physics-ref"
 	case TypeReceived:
 		return "received"
 	case TypeKeyframes:
@@ -127,7 +129,7 @@ func (t MessageType) String() string {
 
 // FromServer reports whether messages of type t travel from the authority
 // to observers.
-func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypePhysics }
+func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypePhysicsRef }
 
 // Message is one control message. Every implementation is a value type of
 // this package; Append writes the whole message, envelope included.
@@ -163,6 +165,8 @@ func TypeOf(m Message) MessageType {
 		return TypeSpawn
 	case Physics:
 		return TypePhysics
+	case PhysicsRef:
+		return TypePhysicsRef
 	case Subscribe:
 		return TypeSubscribe
 	case Received:
@@ -307,6 +311,8 @@ func (p *ctlParser) message(t MessageType, lim *ControlLimits) (Message, error) 
 		return p.keyframes(lim.MaxIslands, nil)
 	case TypePhysics:
 		return p.physics(lim.MaxMembers, lim.MaxJoints, lim.MaxSegments)
+	case TypePhysicsRef:
+		return p.physicsRef()
 	}
 	return nil, fail(ErrUnknownType, 4, "control type")
 }

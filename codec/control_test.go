@@ -45,6 +45,8 @@ func controlCases() []struct {
 		{"keyframes", Keyframes{Islands: []uint32{7, 40}}},
 		{"hello", Hello{Token: []byte{1, 0xfe, 0xff, 0x00, 0x07}}},
 		{"physics", goldenPhysics()},
+		// island 8, built like island 7: physics.bin's description, by its digest
+		{"physics-ref", PhysicsRef{Island: 8, Topology: 1, Config: 1, Digest: PhysicsDigest(goldenPhysics().Append(nil))}},
 		{"edges", Announce{Time: -1, IDs: []island.MemberID{{Stable: math.MaxUint64, Generation: math.MaxUint32}, {}}}},
 	}
 }
@@ -169,7 +171,7 @@ func TestControlRejects(t *testing.T) {
 		{"unknown type", env(0x7f, 0), ErrUnknownType},
 		{"welcome version 1 (before Physics)", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome version 2 (before Received)", env(TypeWelcome, cat([]byte{2}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
-		{"welcome version 5", env(TypeWelcome, cat([]byte{5}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 6", env(TypeWelcome, cat([]byte{6}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome version 3", env(TypeWelcome, cat([]byte{3}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome zero period", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(0), []byte{0xb0, 4})...), ErrMalformed},
 		{"welcome small cap", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0x10, 0})...), ErrMalformed},
@@ -427,5 +429,63 @@ func TestParseControlNilLimits(t *testing.T) {
 	}
 	if _, err := ControlLength(b[:3], nil); err == nil {
 		t.Fatal("a truncated envelope accepted")
+	}
+}
+
+// TestPhysicsCacheRule: the table of held descriptions starts empty, adds
+// each new digest once, lets the oldest go past 256 descriptions or past
+// 1 MiB of the messages that brought them, and empties on Reset (a
+// Welcome). A PhysicsRef resolves to the held description under its own
+// island, topology and config; the digest leaves those three out.
+func TestPhysicsCacheRule(t *testing.T) {
+	p := goldenPhysics()
+	enc := p.Append(nil)
+	other := p
+	other.Island, other.Topology, other.Config = 99, 5, 6
+	if PhysicsDigest(other.Append(nil)) != PhysicsDigest(enc) {
+		t.Fatal("islands built alike have different digests")
+	}
+	heavier := p
+	heavier.Bodies = append([]BodyMass{{Mass: 3, Moment: 1}}, p.Bodies[1:]...)
+	if PhysicsDigest(heavier.Append(nil)) == PhysicsDigest(enc) {
+		t.Fatal("a different description has the same digest")
+	}
+
+	var c PhysicsCache
+	d := PhysicsDigest(enc)
+	if c.Holds(d) {
+		t.Fatal("an empty table holds a description")
+	}
+	c.Add(d, len(enc), &p)
+	got, ok := c.Get(PhysicsRef{Island: 8, Topology: 1, Config: 1, Digest: d})
+	if !ok || got.Island != 8 || got.Topology != 1 || got.Config != 1 || !bytes.Equal(got.Append(nil)[physicsDescAt:], enc[physicsDescAt:]) {
+		t.Fatalf("resolved %+v, %v", got, ok)
+	}
+	// By count: the 257th description pushes the first out, and adding a
+	// held one again changes nothing.
+	for i := uint64(1); i < PhysicsCacheEntries; i++ {
+		c.Add(d+i, 100, nil)
+	}
+	c.Add(d, len(enc), &p)
+	if !c.Holds(d) {
+		t.Fatal("256 descriptions: the first went")
+	}
+	c.Add(d+PhysicsCacheEntries, 100, nil)
+	if c.Holds(d) || !c.Holds(d+1) || !c.Holds(d+PhysicsCacheEntries) {
+		t.Fatal("the 257th description did not push out exactly the first")
+	}
+	// By bytes: descriptions of 300 kB each, four of them over 1 MiB.
+	c.Reset()
+	if c.Holds(d + 1) {
+		t.Fatal("Reset kept a description")
+	}
+	for i := range uint64(4) {
+		c.Add(i, 300_000, nil)
+	}
+	if c.Holds(0) || !c.Holds(1) || !c.Holds(3) {
+		t.Fatal("past 1 MiB the oldest did not go")
+	}
+	if _, ok := c.Get(PhysicsRef{Digest: 1}); ok {
+		t.Fatal("a description added without its body resolved")
 	}
 }

@@ -77,8 +77,8 @@
 // # Control messages
 //
 // The reliable control stream (server → observer: Welcome, Announce,
-// Destroy, Lease, Manifest, Physics, Spawn, Forget, Cut; observer → server:
-// Hello, Subscribe, Received, Keyframes) uses
+// Destroy, Lease, Manifest, Physics, PhysicsRef, Spawn, Forget, Cut;
+// observer → server: Hello, Subscribe, Received, Keyframes) uses
 // the same style: each message type implements Message (Type, Size,
 // Append) in a file of its own (control_*.go; Physics in physics.go), and
 // ParseControl reads one message under ControlLimits. A stream
@@ -91,6 +91,9 @@
 // interface, so that a function handed a message need not make it escape.
 // A Subscribe names every island, a list, or regions — axis-aligned boxes
 // in world metres, the observer's areas of interest (control version 4).
+// A PhysicsRef gives an island a Physics description the observer already
+// holds, by its digest (PhysicsDigest); PhysicsCache is the table of held
+// descriptions both ends keep by one rule (control version 5).
 //
 //	b = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(b)
 //	msg, n, err := codec.ParseControl(b, &lim) // msg.(codec.Lease)

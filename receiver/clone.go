@@ -24,6 +24,7 @@ func (r *Receiver) Clone() *Receiver {
 	c.dec, _ = codec.NewFloatDecoder(r.dec.Config())
 	c.dec2, _ = codec.NewDecoder(r.dec.Config())
 	c.cdec = codec.NewControlDecoder(r.cfg.Control)
+	c.descs, c.resolved = r.descs.Clone(), nil
 	c.asm = r.asm.Clone()
 	c.reg = r.reg.Clone()
 	c.val = r.val.Clone(c.reg)

@@ -79,7 +79,9 @@
 //     along that continuation; and every view is settled so that its joints
 //     stand as in the frames it came from — blends never stretch a joint
 //     the authority did not. Without a Physics message for the frame's
-//     topology and config, members move along their own velocities.
+//     topology and config, members move along their own velocities. A
+//     PhysicsRef stands for a Physics whose description the connection
+//     sent before (codec.PhysicsCache); OnControl is handed that Physics.
 //     Config.MaxSimBodies caps the simulations' bodies;
 //     Config.StraightExtrapolation turns it all off.
 //   - Every known island has a view: one without a valid pose at r comes as

@@ -46,8 +46,8 @@ type Config struct {
 
 	// OnControl, if set, is called with the bytes of every control
 	// message ControlBytes applied (not those it refused), after it applied
-	// it: one whole message, envelope included, valid during the call only.
-	// Nil: no call.
+	// it: one whole message, envelope included, valid during the call only;
+	// for a PhysicsRef, the Physics it stood for. Nil: no call.
 	OnControl func(raw []byte)
 	// OnCommit, if set, is called with every frame the store committed —
 	// a Spawn's first frame too —
@@ -111,6 +111,11 @@ type Receiver struct {
 	sim   sims // local simulations of islands past their newest frame
 
 	clockPeriod int64 // send period the clock was built with, µs; 0 for its default
+	// descs is the Physics descriptions this connection sent, which a
+	// PhysicsRef may name; resolved is the last Physics applied, encoded
+	// (a PhysicsRef's, for OnControl).
+	descs    codec.PhysicsCache
+	resolved []byte
 	// retired is the totals of the clocks a new send period replaced, so
 	// that Stats' clock totals never go back.
 	retired     store.ClockStats
@@ -214,6 +219,7 @@ func (r *Receiver) resetControl() {
 	r.later = r.later[:0]
 	clear(r.spawnAt)
 	clear(r.spawnOf)
+	r.descs.Reset()
 }
 
 // Control applies one reliable control message from the authority, in
@@ -242,13 +248,17 @@ func (r *Receiver) Control(now int64, m codec.Message) error {
 func (r *Receiver) ControlBytes(now int64, b []byte) (int, error) {
 	n := 0
 	for n < len(b) {
-		_, size, err := r.cdec.Decode(b[n:])
+		t, size, err := r.cdec.Decode(b[n:])
 		if err != nil {
 			return n, err
 		}
 		err = r.Control(now, r.cdec.Message()) // boxed on the stack: Control keeps no message
 		if err == nil && r.cfg.OnControl != nil {
-			r.cfg.OnControl(b[n : n+size])
+			raw := b[n : n+size]
+			if t == codec.TypePhysicsRef {
+				raw = r.resolved // the Physics it stands for
+			}
+			r.cfg.OnControl(raw)
 		}
 		n += size
 	}
@@ -348,7 +358,23 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		// The island lives on: a Forget of it still waiting is void.
 		r.later = slices.DeleteFunc(r.later, func(e timedEvent) bool { return e.forget && e.island == m.Island })
 	case codec.Physics:
+		// Held whatever becomes of it here: the authority counts on it.
+		r.resolved = m.Append(r.resolved[:0])
+		if d := codec.PhysicsDigest(r.resolved); !r.descs.Holds(d) {
+			keep := m // its own storage: the caller's may change
+			keep.Bodies, keep.Joints, keep.Static = slices.Clone(m.Bodies), slices.Clone(m.Joints), slices.Clone(m.Static)
+			r.descs.Add(d, len(r.resolved), &keep)
+		}
 		if err := r.physics(m); err != nil {
+			return err
+		}
+	case codec.PhysicsRef:
+		p, ok := r.descs.Get(m)
+		if !ok {
+			return fmt.Errorf("%w: physics of island %d names a description not held", ErrRefused, m.Island)
+		}
+		r.resolved = p.Append(r.resolved[:0]) // what OnControl gets for it
+		if err := r.physics(p); err != nil {
 			return err
 		}
 	case codec.Cut:

@@ -3,9 +3,13 @@ package receiver
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/scenario"
 	"github.com/islandsync/islandsync/store"
 )
 
@@ -68,6 +72,64 @@ func TestPhysicsControl(t *testing.T) {
 	}
 }
 
+// TestPhysicsRefControl: a PhysicsRef builds the island's simulation from
+// a description the connection sent before — even one whose own Physics
+// was refused (the server counts on the table, not on the island) — and
+// OnControl is handed the Physics it stood for; a digest not held is
+// refused and changes nothing, and a Welcome (a new connection) empties
+// the table.
+func TestPhysicsRefControl(t *testing.T) {
+	var handed []codec.Message
+	rx, _ := New(Config{OnControl: func(raw []byte) {
+		m, _, err := codec.ParseControl(raw, nil)
+		if err != nil {
+			t.Fatalf("OnControl: %v", err)
+		}
+		handed = append(handed, m)
+	}})
+	stream := func(ms ...codec.Message) error {
+		var b []byte
+		for _, m := range ms {
+			b = m.Append(b)
+		}
+		_, err := rx.ControlBytes(0, b)
+		return err
+	}
+	_ = stream(welcome, codec.Announce{IDs: ids}, lease)
+	early := physics
+	early.Island = 9 // no manifest: refused, and held all the same
+	if err := rx.Control(0, early); !errors.Is(err, ErrRefused) {
+		t.Fatalf("physics of an unknown island: %v", err)
+	}
+	ref := codec.PhysicsRef{Island: 7, Topology: 1, Config: 1, Digest: codec.PhysicsDigest(physics.Append(nil))}
+	handed = nil
+	if err := stream(manifest, ref); err != nil {
+		t.Fatal(err)
+	}
+	if n := rx.Stats().SimBodies; n != 3 {
+		t.Fatalf("%d bodies simulated from a reference", n)
+	}
+	if len(handed) != 2 {
+		t.Fatalf("OnControl got %d messages", len(handed))
+	}
+	if p, ok := handed[1].(codec.Physics); !ok || p.Island != 7 || len(p.Joints) != 2 {
+		t.Fatalf("OnControl got %#v for the reference", handed[1])
+	}
+	bad := ref
+	bad.Digest++
+	if err := rx.Control(0, bad); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a digest not held: %v", err)
+	}
+	mustControl(t, rx, 0, welcome)
+	mustControl(t, rx, 0, codec.Announce{IDs: ids}, lease, manifest)
+	if err := rx.Control(0, ref); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a reference after a new Welcome: %v", err)
+	}
+	if st := rx.Stats().Control; st.Refused != 3 || st.Applied[codec.TypePhysicsRef] != 1 {
+		t.Fatalf("%d messages refused (want the early Physics and two references), %d references applied", st.Refused, st.Applied[codec.TypePhysicsRef])
+	}
+}
+
 // TestSimulatedExtrapolation: past the newest frame, an island with a
 // Physics message moves under its gravity with its joints kept (the chain
 // falls, its links still end to end), and within budget every
@@ -107,5 +169,117 @@ func TestSimulatedExtrapolation(t *testing.T) {
 	rx, _ = run(Config{MaxSimWork: 1})
 	if st := rx.Stats(); st.Store.Simulated != 0 || st.SimOverBudget == 0 {
 		t.Fatalf("budget 1: simulated %d, over budget %d", st.Store.Simulated, st.SimOverBudget)
+	}
+}
+
+// TestPhysicsTablesAgree: a broadcaster's table of the descriptions an
+// observer holds and the observer's own stay the same through a seeded
+// stream of islands, some built alike, many more distinct ones than the
+// table keeps, one in eight large enough that the byte cap binds before
+// the count cap — and an observer rejoining: every PhysicsRef the observer
+// is sent resolves.
+func TestPhysicsTablesAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	bc, _ := broadcast.New(broadcast.Config{})
+	rx, _ := New(Config{MaxSimBodies: 1 << 20})
+	_ = bc.Join(1, 0)
+	_ = bc.Subscribe(1, codec.Subscribe{All: true})
+	deliver := func() {
+		ctl, _ := bc.Take(1, nil, nil)
+		if _, err := rx.ControlBytes(0, ctl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stable uint64
+	for isl := uint32(1); isl <= 1500; isl++ {
+		n := 1 + rng.IntN(3)
+		members := make([]island.MemberID, n)
+		for i := range members {
+			stable++
+			members[i] = island.MemberID{Stable: stable}
+		}
+		p := codec.Physics{Island: isl, Topology: 1, Config: 1, Step: 4_167, Iterations: 10, Damping: 1}
+		kind := rng.IntN(600) // 600 kinds of crate, some much more common than others
+		if rng.IntN(2) == 0 {
+			kind = rng.IntN(20)
+		}
+		for range n {
+			p.Bodies = append(p.Bodies, codec.BodyMass{Mass: 1 + float64(kind), Moment: 1, Width: 1, Height: 1})
+		}
+		if rng.IntN(8) == 0 { // a floor of 500–1000 pieces: 24–48 kB, so the table passes 1 MiB long before 256
+			for i := range 500 + rng.IntN(500) {
+				p.Static = append(p.Static, codec.Segment{A: [2]float64{float64(i), 0}, B: [2]float64{float64(i + 1), 0}})
+			}
+		}
+		for _, m := range []codec.Message{codec.Announce{IDs: members}, codec.Lease{Island: isl, Epoch: 1, Owner: 1},
+			codec.Manifest{Island: isl, Topology: 1, Config: 1, Members: members}, p} {
+			if err := bc.Apply(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if isl%100 == 0 {
+			deliver()
+		}
+		if isl == 1000 { // the observer comes back on a new connection
+			deliver()
+			bc.Leave(1)
+			_ = bc.Join(1, 0)
+			_ = bc.Subscribe(1, codec.Subscribe{All: true})
+		}
+	}
+	deliver()
+	st := rx.Stats().Control
+	if st.Refused != 0 || st.Applied[codec.TypePhysicsRef] < 100 || st.Applied[codec.TypePhysics] < 600 {
+		t.Fatalf("%d refused; %d references and %d descriptions applied", st.Refused, st.Applied[codec.TypePhysicsRef], st.Applied[codec.TypePhysics])
+	}
+}
+
+// TestJoinSharesDescriptions: an observer joining a world of islands built
+// alike is sent each description once and a 25-byte PhysicsRef for every
+// other island: the ragdolls' join (24 ragdolls) and the Fiedler scene's
+// (900 crates) cost under half of their control bytes with every Physics
+// whole, and the observer simulates every island all the same.
+func TestJoinSharesDescriptions(t *testing.T) {
+	for _, name := range []string{"ragdolls", "fiedler"} {
+		scs, _ := scenario.Pick(name)
+		a, _ := scenario.NewAuthority(scs, 20)
+		bc, _ := broadcast.New(broadcast.Config{})
+		msgs, _ := a.Step()
+		whole := map[uint32]int{} // island → its Physics' size
+		for _, m := range msgs {
+			if err := bc.Apply(m); err != nil {
+				t.Fatal(err)
+			}
+			if p, ok := m.(codec.Physics); ok {
+				whole[p.Island] = p.Size()
+			}
+		}
+		_ = bc.Join(1, 0)
+		_ = bc.Subscribe(1, codec.Subscribe{All: true})
+		ctl, _ := bc.Take(1, nil, nil)
+		rx, _ := New(Config{MaxSimBodies: 1 << 16})
+		if _, err := rx.ControlBytes(0, ctl); err != nil {
+			t.Fatal(err)
+		}
+		st := rx.Stats()
+		refs := int(st.Control.Applied[codec.TypePhysicsRef])
+		saved := 0
+		for b := ctl; len(b) > 0; {
+			m, n, _ := codec.ParseControl(b, nil)
+			if r, ok := m.(codec.PhysicsRef); ok {
+				saved += whole[r.Island] - r.Size()
+			}
+			b = b[n:]
+		}
+		t.Logf("%s: join %d B of control, %d with every Physics whole; %d of %d islands by reference", name, len(ctl), len(ctl)+saved, refs, len(whole))
+		if st.Control.Refused != 0 || refs+int(st.Control.Applied[codec.TypePhysics]) != len(whole) || refs < len(whole)/2 {
+			t.Fatalf("%s: %d refused, %d references, %d islands", name, st.Control.Refused, refs, len(whole))
+		}
+		if 2*len(ctl) > len(ctl)+saved {
+			t.Fatalf("%s: join %d B, %d without references", name, len(ctl), len(ctl)+saved)
+		}
+		if st.SimBodies == 0 {
+			t.Fatalf("%s: no island simulated", name)
+		}
 	}
 }
