@@ -59,6 +59,7 @@ type Track struct {
 	last    uint32 // newest frame sequence sent
 	barrier uint32 // frames sent before this sequence are not taken as held
 	barred  bool
+	gone    bool   // forgotten: confirmations of its frames count for nothing
 	part    *Table // a fragmented frame partly confirmed
 	got     int    // its datagrams confirmed
 }
@@ -119,15 +120,49 @@ func (s *Sender) Track(id uint32) *Track {
 // Forget drops island id's track: a frame of it confirmed later counts for
 // nothing.
 func (s *Sender) Forget(id uint32) {
-	// Ring entries may still point at the track: confirming them updates
-	// a track nobody reads any more.
+	// Ring entries may still point at the track: confirming them finds it
+	// gone and changes nothing.
+	if t := s.tracks[id]; t != nil {
+		t.release()
+		t.gone = true
+	}
 	delete(s.tracks, id)
+}
+
+// release ends the track's references to tables.
+func (tr *Track) release() {
+	setRef(&tr.acked, nil)
+	setRef(&tr.part, nil)
+}
+
+// Release ends every reference the sender holds to pooled tables (what
+// its datagrams carried, what each island's observer holds), for an
+// observer that left: its tables go back to their pool. The sender then
+// holds nothing, as if new.
+func (s *Sender) Release() {
+	for i := range s.ring {
+		p := &s.ring[i]
+		for j := range p.carried {
+			p.carried[j].table.drop()
+		}
+		clear(p.carried)
+		p.carried, p.live = p.carried[:0], false
+	}
+	for id, t := range s.tracks {
+		t.release()
+		t.gone = true
+		delete(s.tracks, id)
+	}
+	s.cur = nil
 }
 
 // Packet starts recording datagram n: the frames Carried reports next went
 // in it. The ring slot it takes forgets the datagram Remembered before.
 func (s *Sender) Packet(n uint32) {
 	p := &s.ring[n%Remembered]
+	for i := range p.carried {
+		p.carried[i].table.drop()
+	}
 	clear(p.carried)
 	p.num, p.live, p.carried = n, true, p.carried[:0]
 	s.cur = p
@@ -140,6 +175,7 @@ func (s *Sender) Carried(tr *Track, t *Table, parts int) {
 	if s.cur == nil || tr == nil {
 		return
 	}
+	t.hold()
 	s.cur.carried = append(s.cur.carried, carried{track: tr, table: t, parts: parts})
 	tr.last = t.ID
 }
@@ -163,6 +199,7 @@ func (s *Sender) confirm(n uint32) {
 	for i := range p.carried {
 		c := &p.carried[i]
 		c.track.held(c.table, c.parts)
+		c.table.drop()
 	}
 	clear(p.carried)
 	p.carried = p.carried[:0]
@@ -170,20 +207,21 @@ func (s *Sender) confirm(n uint32) {
 
 // held records that one datagram carrying (part of) frame t was confirmed.
 func (tr *Track) held(t *Table, parts int) {
-	if tr.barred && island.SeqNewer(tr.barrier, t.ID) {
+	if tr.gone || tr.barred && island.SeqNewer(tr.barrier, t.ID) {
 		return
 	}
 	if parts > 1 {
 		if tr.part != t {
-			tr.part, tr.got = t, 0
+			setRef(&tr.part, t)
+			tr.got = 0
 		}
 		if tr.got++; tr.got < parts {
 			return
 		}
-		tr.part = nil
+		setRef(&tr.part, nil)
 	}
 	if tr.acked == nil || island.SeqNewer(t.ID, tr.acked.ID) {
-		tr.acked = t
+		setRef(&tr.acked, t)
 	}
 }
 
@@ -201,17 +239,32 @@ func (tr *Track) Baseline(c uint32) (*Table, bool) {
 // a baseline, or a frame failed): nothing it holds is referenced any more,
 // and frames sent before broadcast next are never taken as held.
 func (tr *Track) Refused(next uint32) {
-	tr.acked, tr.part = nil, nil
+	tr.release()
 	tr.barrier, tr.barred = next, true
 }
 
-// Clone returns an independent copy of the sender. Tables are shared, not
-// copied: a table that was sent is never changed again.
+// Clone returns an independent copy of the sender. Tables from no pool are
+// shared (a table that was sent is never changed again); pooled ones are
+// copied, once each, out of any pool, so that the copy and the original
+// count nothing in common and may be driven apart.
 func (s *Sender) Clone() *Sender {
 	c := &Sender{tracks: make(map[uint32]*Track, len(s.tracks)), maxIslands: s.maxIslands}
+	copies := map[*Table]*Table{}
+	own := func(t *Table) *Table {
+		if t == nil || t.pool == nil {
+			return t
+		}
+		if u := copies[t]; u != nil {
+			return u
+		}
+		u := &Table{ID: t.ID, Frame: t.Frame, Entries: append([]Entry(nil), t.Entries...)}
+		copies[t] = u
+		return u
+	}
 	m := make(map[*Track]*Track, len(s.tracks))
 	for id, t := range s.tracks {
 		nt := *t
+		nt.acked, nt.part = own(t.acked), own(t.part)
 		c.tracks[id] = &nt
 		m[t] = &nt
 	}
@@ -221,7 +274,7 @@ func (s *Sender) Clone() *Sender {
 		q.num, q.live = p.num, p.live
 		for _, e := range p.carried {
 			if nt := m[e.track]; nt != nil {
-				e.track = nt
+				e.track, e.table = nt, own(e.table)
 				q.carried = append(q.carried, e)
 			}
 		}

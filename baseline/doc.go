@@ -35,6 +35,15 @@
 // minutes still costs a predicted island against its anchor. Anything else goes
 // whole. An observer therefore holds at most MaxKept (34) frames per island.
 //
+// # Tables are recycled
+//
+// The authority makes a table of every island's frame per broadcast. A
+// Pool hands them out and takes each back once nothing refers to it any
+// more: the Sender counts the references it keeps (a datagram that carried
+// the table, an observer's confirmed frame, a fragmented frame being
+// confirmed), so a steady broadcast allocates no table at all. Tables
+// made any other way are never counted nor recycled.
+//
 // Everything here is a pure state machine: no clock, no goroutine, no I/O,
 // not safe for concurrent use.
 package baseline

@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -15,7 +16,10 @@ import (
 // wire rests on: a delta the authority codes against a baseline finds that
 // baseline at the observer whenever its datagram arrives no more than
 // Slack broadcasts late; and no island ever holds more than MaxKept
-// tables.
+// tables. The authority's tables come from a Pool, the sender is cloned
+// (and the original let go) and islands are forgotten now and then: after
+// every operation each pooled table counts exactly the references the
+// sender holds to it, and none the pool holds free is referenced.
 func FuzzAcks(f *testing.F) {
 	f.Add([]byte{0, 0xff, 1, 0, 3, 4, 0, 0xff, 1, 0, 1, 0, 3, 4})
 	f.Add([]byte{0, 0x3f, 0, 0x3f, 1, 1, 1, 0, 1, 0, 3, 6, 4, 0, 0x3f, 1, 0, 1, 0, 1, 0})
@@ -24,6 +28,10 @@ func FuzzAcks(f *testing.F) {
 		seed = append(seed, 0, byte(i*37), 1, byte(i), 3, 4, 5)
 	}
 	f.Add(seed)
+	// Fragmented frames confirmed, an island forgotten, the sender cloned,
+	// and broadcasts on against what the clone holds.
+	f.Add([]byte{0, 0x3f, 1, 0, 1, 0, 1, 0, 3, 4, 0, 0x3f, 1, 0, 1, 0, 3, 4, 7, 1, 8, 0, 0x3f, 1, 0, 1, 0, 1, 0, 3, 4,
+		8, 0, 0x07, 2, 0, 1, 0, 3, 4, 0, 0x07, 1, 0, 3, 4})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const islands = 3
 		type rec struct {
@@ -46,6 +54,32 @@ func FuzzAcks(f *testing.F) {
 			barrierBefore uint32
 		}
 		s := NewSender(0)
+		var pool Pool
+		var made []*Table // every table the pool made
+		check := func(op byte) {
+			count := map[*Table]int{}
+			for _, tr := range s.tracks {
+				count[tr.acked]++
+				count[tr.part]++
+			}
+			for i := range s.ring {
+				for _, c := range s.ring[i].carried {
+					count[c.table]++
+				}
+			}
+			for _, tb := range made {
+				if tb.pool != nil && int(tb.refs) != count[tb] {
+					t.Fatalf("op %d: table %d counts %d references, the sender holds %d", op, tb.ID, tb.refs, count[tb])
+				}
+			}
+			for _, l := range pool.free {
+				for _, tb := range l {
+					if count[tb] != 0 || tb.refs != 0 {
+						t.Fatalf("op %d: table %d is free yet referenced", op, tb.ID)
+					}
+				}
+			}
+		}
 		var tracks [islands]*Track
 		for i := range tracks {
 			tracks[i] = s.Track(uint32(i))
@@ -63,7 +97,8 @@ func FuzzAcks(f *testing.F) {
 			if i+1 < len(ops) {
 				arg = int(ops[i+1])
 			}
-			switch ops[i] % 7 {
+			op := ops[i] % 9
+			switch op {
 			case 0: // a broadcast: bit k of arg sends island k; bit 3+k cuts it in two
 				i++
 				seq++
@@ -72,7 +107,12 @@ func FuzzAcks(f *testing.F) {
 					if arg&(1<<k) == 0 {
 						continue
 					}
-					r := rec{island: k, seq: seq, parts: 1, table: tbl(seq)}
+					tb := pool.Table(1)
+					tb.ID = seq
+					if !slices.Contains(made, tb) {
+						made = append(made, tb)
+					}
+					r := rec{island: k, seq: seq, parts: 1, table: tb}
 					if base, ok := tracks[k].Baseline(seq); ok {
 						r.delta, r.base = true, base.ID
 					}
@@ -93,6 +133,13 @@ func FuzzAcks(f *testing.F) {
 					s.Packet(d.num)
 					for _, r := range d.recs {
 						s.Carried(tracks[r.island], r.table, r.parts)
+					}
+				}
+				for _, d := range dgs {
+					for _, r := range d.recs {
+						if r.part == 0 {
+							pool.Done(r.table)
+						}
 					}
 				}
 				inFlight = append(inFlight, dgs...)
@@ -160,7 +207,21 @@ func FuzzAcks(f *testing.F) {
 				for k := range kept {
 					kept[k].Prune(newest)
 				}
+			case 7: // the authority forgets an island and tracks it anew: what
+				// the observer holds of it counts for nothing any more
+				i++
+				k := uint32(arg % islands)
+				s.Forget(k)
+				tracks[k] = s.Track(k)
+			case 8: // the authority goes on from a clone of its sender
+				c := s.Clone()
+				s.Release()
+				s = c
+				for k := range tracks {
+					tracks[k] = s.Track(uint32(k))
+				}
 			}
+			check(op)
 		}
 	})
 }

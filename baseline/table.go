@@ -28,6 +28,9 @@ type Table struct {
 	// Frame describes the island frame: a delta against the table inherits
 	// these.
 	Frame FrameInfo
+
+	pool *Pool // the pool it goes back to; nil: not counted
+	refs int32 // references counted while pooled
 }
 
 // FrameInfo is what an island frame's table carries besides its members.

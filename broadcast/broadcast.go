@@ -122,10 +122,12 @@ type observer struct {
 	id          ObserverID
 	maxDatagram int
 	all         bool
-	subs        []uint32 // ascending, when !all
-	subKey      string   // groups observers with the same subscription: "" all, "none", or 'L' + the list
-	ctl         []byte   // control bytes not yet taken
-	out         []Datagram
+	subs        []uint32              // ascending, when !all
+	subKey      string                // groups observers with the same subscription: "" all, "none", or 'L' + the list
+	ctl         []byte                // control bytes not yet taken
+	out         []queued              // datagrams not yet taken
+	buf         []byte                // the bytes of its own queued datagrams (reused once taken)
+	isl         []uint32              // and their islands
 	held        map[uint32]*obsIsland // wire 3: per island, what this observer holds and its keyframe schedule
 	hint        []*obsIsland          // per frame of the last broadcast, its island's entry (islandAt)
 	snd         *baseline.Sender      // wire 3: which datagram carried which frame; what the observer confirmed
@@ -209,7 +211,7 @@ type Broadcaster struct {
 	// wire 3
 	seq    uint32 // broadcast sequence
 	enc2   map[int]*codec.Encoder
-	tables tableArena // storage of the frames' baseline tables
+	tables baseline.Pool // the frames' baseline tables, recycled once no observer holds them
 	quant  []quantized
 	byTime []*island.Frame
 	ids    []ObserverID
@@ -391,7 +393,12 @@ func (b *Broadcaster) announceAll(o *observer) {
 }
 
 // Leave removes an observer and everything queued for it.
-func (b *Broadcaster) Leave(id ObserverID) { delete(b.observers, id) }
+func (b *Broadcaster) Leave(id ObserverID) {
+	if o := b.observers[id]; o != nil {
+		o.snd.Release()
+	}
+	delete(b.observers, id)
+}
 
 // Observers returns how many observers are joined.
 func (b *Broadcaster) Observers() int { return len(b.observers) }
@@ -768,29 +775,49 @@ func (b *Broadcaster) encodeGroup(g *group, frames []*island.Frame) {
 	b.share(g.members, dgs, func(dst []uint32, i int) []uint32 { return islandsOf(dst, dgs[i]) })
 }
 
-// share copies one encoding's datagrams into a buffer nobody writes again
-// and queues them, with the islands each carries (islands appends datagram
-// i's, ascending), for every observer given.
+// share queues one encoding's datagrams, with the islands each carries
+// (islands appends datagram i's, ascending), for every observer given: for
+// one, copied into its own storage, reused once taken; for several, into
+// one buffer they share and nobody writes again.
 func (b *Broadcaster) share(members []*observer, dgs [][]byte, islands func(dst []uint32, i int) []uint32) {
 	size := 0
 	for _, d := range dgs {
 		size += len(d)
 	}
+	b.stats.Encodings++
+	b.stats.Datagrams += uint64(len(dgs))
+	b.stats.Bytes += uint64(size)
+	if len(members) == 1 {
+		o := members[0]
+		for i, d := range dgs {
+			start, istart := len(o.buf), len(o.isl)
+			o.buf = append(o.buf, d...)
+			o.isl = islands(o.isl, i)
+			o.out = append(o.out, queued{own: true, d: Datagram{Bytes: o.buf[start:len(o.buf):len(o.buf)],
+				Islands: o.isl[istart:len(o.isl):len(o.isl)]}})
+		}
+		return
+	}
 	arena := make([]byte, 0, size)
-	out := make([]Datagram, len(dgs))
 	var isl []uint32 // every datagram's island list, back to back
+	first := len(members[0].out)
 	for i, d := range dgs {
 		start, istart := len(arena), len(isl)
 		arena = append(arena, d...)
 		isl = islands(isl, i)
-		out[i] = Datagram{Bytes: arena[start:len(arena):len(arena)], Islands: isl[istart:len(isl):len(isl)]}
+		members[0].out = append(members[0].out, queued{d: Datagram{Bytes: arena[start:len(arena):len(arena)],
+			Islands: isl[istart:len(isl):len(isl)]}})
 	}
-	b.stats.Encodings++
-	b.stats.Datagrams += uint64(len(out))
-	b.stats.Bytes += uint64(size)
-	for _, o := range members {
-		o.out = append(o.out, out...)
+	for _, o := range members[1:] {
+		o.out = append(o.out, members[0].out[first:]...)
 	}
+}
+
+// queued is a datagram waiting for Take or Drain; own when its bytes are in
+// the observer's storage, which is written again once they are taken.
+type queued struct {
+	d   Datagram
+	own bool
 }
 
 // islandsOf appends to out the islands whose fragment records a datagram the
@@ -812,18 +839,72 @@ func islandsOf(out []uint32, d []byte) []uint32 {
 // Take appends the observer's queued control bytes to ctl and its queued
 // datagrams to dgs, clears its queues, and returns both. Control bytes are
 // a sequence of whole control messages, to be written to the observer's
-// control stream in order.
+// control stream in order. The datagrams are the caller's to keep: their
+// bytes are never written again. Drain is Take without the copy.
 func (b *Broadcaster) Take(id ObserverID, ctl []byte, dgs []Datagram) ([]byte, []Datagram) {
 	o := b.observers[id]
 	if o == nil {
 		return ctl, dgs
 	}
 	ctl = append(ctl, o.ctl...)
-	dgs = append(dgs, o.out...)
 	o.ctl = o.ctl[:0]
-	clear(o.out)
-	o.out = o.out[:0]
+	var bytes []byte
+	var isl []uint32
+	if len(o.buf) > 0 {
+		bytes, isl = make([]byte, 0, len(o.buf)), make([]uint32, 0, len(o.isl))
+	}
+	for _, q := range o.out {
+		d := q.d
+		if q.own {
+			start, istart := len(bytes), len(isl)
+			bytes = append(bytes, d.Bytes...)
+			isl = append(isl, d.Islands...)
+			d = Datagram{Bytes: bytes[start:len(bytes):len(bytes)], Islands: isl[istart:len(isl):len(isl)]}
+		}
+		dgs = append(dgs, d)
+	}
+	o.empty()
 	return ctl, dgs
+}
+
+// Out is what Drain hands over for one observer: its control bytes, to be
+// written to its control stream in order, and its datagrams, in storage
+// the Out and the broadcaster trade, so that draining allocates nothing
+// once warm. Everything in it stays valid until the Out is drained into
+// again. The zero value is ready to use.
+type Out struct {
+	Control   []byte
+	Datagrams []Datagram
+	bytes     []byte
+	islands   []uint32
+}
+
+// Drain replaces what out holds with the observer's queued control bytes
+// and datagrams, and clears its queues: Take for a caller that is done
+// with each batch before the next (it sends them at once, or copies
+// them). An unknown observer leaves out empty.
+func (b *Broadcaster) Drain(id ObserverID, out *Out) {
+	clear(out.Datagrams)
+	out.Control, out.Datagrams = out.Control[:0], out.Datagrams[:0]
+	o := b.observers[id]
+	if o == nil {
+		return
+	}
+	out.Control, o.ctl = o.ctl, out.Control
+	for _, q := range o.out {
+		out.Datagrams = append(out.Datagrams, q.d)
+	}
+	// The observer's storage goes out with its datagrams; out's, no longer
+	// in use, is the observer's to write next.
+	out.bytes, o.buf = o.buf, out.bytes
+	out.islands, o.isl = o.isl, out.islands
+	o.empty()
+}
+
+// empty clears the observer's datagram queue and readies its storage.
+func (o *observer) empty() {
+	clear(o.out)
+	o.out, o.buf, o.isl = o.out[:0], o.buf[:0], o.isl[:0]
 }
 
 // Stats returns the counters.

@@ -26,7 +26,12 @@ func (b *Broadcaster) Clone() *Broadcaster {
 		p.subs = append([]uint32(nil), o.subs...)
 		p.allowed = append([]uint32(nil), o.allowed...)
 		p.ctl = append([]byte(nil), o.ctl...)
-		p.out = append([]Datagram(nil), o.out...)
+		// Datagrams in o's storage are copied: o writes it again once
+		// they are taken.
+		p.out, p.buf, p.isl = make([]queued, len(o.out)), nil, nil
+		for i, q := range o.out {
+			p.out[i] = queued{d: Datagram{Bytes: slices.Clone(q.d.Bytes), Islands: slices.Clone(q.d.Islands)}}
+		}
 		p.snd = o.snd.Clone()
 		p.hint = nil // it points into o's entries
 		p.cands = nil

@@ -64,6 +64,7 @@
 //	bc.SetPathRate(id, bytesPerSecond)    // optional: what its path carries now
 //	bc.Frames(frames)                     // one broadcast tick
 //	ctl, dgs = bc.Take(id, ctl[:0], dgs[:0]) // write ctl to the stream, send dgs as datagrams
+//	bc.Drain(id, &out)                    // or: the same in storage out and bc trade, for a caller done with it by the next Drain
 //
 // # Guarantees
 //
@@ -74,35 +75,37 @@
 //   - A delta names only a frame the observer confirmed holding and still
 //     keeps under the window rule; a new stream, segment or generation
 //     always goes whole.
-//   - Datagrams live in buffers that are never written again, so transports
-//     may hand the same bytes to several observers concurrently; on wire 1
-//     each group of observers (same cap, same subscription) costs one
-//     encoding per Frames call.
+//   - Datagrams from Take are the caller's: their bytes are never written
+//     again, so transports may queue them, or hand the same bytes to
+//     several observers concurrently. On wire 1 each group of observers
+//     (same cap, same subscription) costs one encoding per Frames call and
+//     shares its bytes.
 //   - Every table is capped (observers, islands, identities, acks).
 //   - Reading an observer's feedback with FeedbackBytes — confirmations of
 //     datagrams and keyframe requests — allocates nothing in steady state;
 //     a confirmation costs the same whatever the number of islands, plus
 //     the frames the datagrams it newly confirms carried.
-//   - The baseline tables of a broadcast's frames (wire 3) come from chunks
-//     of 16 tables and 64 members (a frame of more than 16 members has its
-//     own): a broadcast of 300 one-body islands makes 35 allocations, not a
-//     table and its members per island. A chunk lives while any observer
-//     holds a table of it; an island whose newest frame an observer keeps
-//     as its anchor for long (asleep, out of interest) keeps its chunk, about
-//     6 kB, alive — at most one chunk per island.
+//   - A broadcast allocates nothing in steady state (wire 3, observers
+//     drained with Drain): the tables of its frames come from a
+//     baseline.Pool and go back to it once no observer's datagram, confirmed
+//     frame or partly confirmed frame refers to them any more (an island an
+//     observer keeps as its anchor for long, asleep or out of interest, keeps
+//     that one table), and each observer's datagrams are written into
+//     storage Drain trades with the caller. Take copies them out instead:
+//     two allocations per call.
 //
 // # Snapshots
 //
 // Clone copies a broadcaster whole — what is live, every observer's
 // queues, what each observer holds and which datagram carried what —
-// sharing only bytes and
-// tables that nobody changes again. Restrict cuts an observer's
+// sharing only bytes and tables that nobody changes again (pooled tables
+// and queued datagrams in an observer's storage are copied). Restrict cuts an observer's
 // subscriptions to a set of islands (a connect token's).
 //
 // # Limits
 //
-// The Broadcaster does no I/O and keeps no backlog: Take hands everything
-// over, and bounding what a slow observer has not yet sent is the
+// The Broadcaster does no I/O and keeps no backlog: Take and Drain hand
+// everything over, and bounding what a slow observer has not yet sent is the
 // transport's job. It starts no goroutine, reads no clock and is not safe
 // for concurrent use.
 package broadcast

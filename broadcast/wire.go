@@ -194,10 +194,22 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 		}
 		b.quant = append(b.quant, q)
 	}
-
-	if len(b.quant) == 0 {
-		return
+	if len(b.quant) > 0 {
+		b.encodeQuant(t)
 	}
+	// The broadcast's own references end: a table no observer's datagram
+	// carried goes back to the pool now, the others once no observer
+	// holds them.
+	for i := range b.quant {
+		b.tables.Done(b.quant[i].table)
+		b.quant[i] = quantized{}
+	}
+	b.quant = b.quant[:0]
+}
+
+// encodeQuant encodes the broadcast's frames (b.quant, of authority time t)
+// for every observer.
+func (b *Broadcaster) encodeQuant(t island.Time) {
 	hasher := b.wireEncoder(b.cfg.Codec.MaxDatagram)
 	hasher.Begin(0, b.seq, t)
 	for i := range b.quant {
@@ -354,55 +366,18 @@ func (b *Broadcaster) quantize(f *island.Frame) (quantized, bool) {
 	p := class.Precision()
 	key := f.Key
 	key.Seq = b.seq
-	t := b.tables.table(len(f.Members))
+	t := b.tables.Table(len(f.Members))
 	t.ID = b.seq
 	t.Frame = baseline.FrameInfo{Sender: f.Sender, Key: key, Time: f.Time, Segment: f.Segment, Class: class}
 	for i := range f.Members {
 		q, err := quant.Quantize(f.Members[i].State, p)
 		if err != nil {
+			b.tables.Done(t)
 			return quantized{}, false
 		}
 		t.Entries[i] = baseline.Entry{ID: f.Members[i].ID, Record: baseline.Record{Q: q, Time: f.Time, Segment: f.Segment}}
 	}
 	return quantized{f: codec.Frame{Sender: f.Sender, Key: key, Segment: f.Segment, Flags: f.Flags, Class: class, Members: t.Entries}, table: t}, true
-}
-
-// tableArena hands out the tables the broadcaster keeps of its frames (the
-// baselines observers may confirm) from chunks, rather than allocating two
-// objects per island per broadcast. A chunk is freed once no observer's
-// window holds any table of it; an island left behind in an old chunk
-// (asleep, out of interest) keeps at most that chunk alive.
-type tableArena struct {
-	tables  []baseline.Table
-	entries []baseline.Entry
-}
-
-// Chunk sizes: tables, and members across them. Small, because an island
-// whose newest table an observer keeps for long (its anchor) keeps the
-// whole chunk alive: about 6 kB at most per island.
-const (
-	tableChunk = 16
-	entryChunk = 64
-)
-
-// table returns a zeroed table with n members.
-func (a *tableArena) table(n int) *baseline.Table {
-	if len(a.tables) == 0 {
-		a.tables = make([]baseline.Table, tableChunk)
-	}
-	t := &a.tables[0]
-	a.tables = a.tables[1:]
-	if n > entryChunk/4 { // a big frame gets its own storage
-		t.Entries = make([]baseline.Entry, n)
-		return t
-	}
-	if cap(a.entries)-len(a.entries) < n {
-		a.entries = make([]baseline.Entry, 0, entryChunk)
-	}
-	l := len(a.entries)
-	a.entries = a.entries[:l+n]
-	t.Entries = a.entries[l : l+n : l+n] // capped: an append never writes into the next table's
-	return t
 }
 
 func (b *Broadcaster) wireEncoder(maxDatagram int) *codec.Encoder {

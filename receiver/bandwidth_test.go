@@ -289,8 +289,7 @@ func BenchmarkFiedlerCost(b *testing.B) {
 			var pending [][]byte
 			var step, enc, fb, rcv, render time.Duration
 			var steps, snaps int
-			var ctl []byte
-			var dgs []broadcast.Datagram
+			var out1, other broadcast.Out // each observer's datagrams, drained as they are sent
 			run := func(timed bool) {
 				for {
 					l.now += 1_000_000 / scenario.StepHz
@@ -315,14 +314,14 @@ func BenchmarkFiedlerCost(b *testing.B) {
 					}
 					t1 := time.Now()
 					l.bc.Frames(frames)
-					l.ctl, l.dgs = l.bc.Take(1, l.ctl[:0], l.dgs[:0])
+					l.bc.Drain(1, &out1)
 					for id := broadcast.ObserverID(2); id <= broadcast.ObserverID(n); id++ {
-						ctl, dgs = l.bc.Take(id, ctl[:0], dgs[:0])
+						l.bc.Drain(id, &other)
 					}
 					t2 := time.Now()
-					l.deliver(l.ctl, func(m codec.Message) { _ = l.rx.Control(l.now, m) })
+					l.deliver(out1.Control, func(m codec.Message) { _ = l.rx.Control(l.now, m) })
 					t3 := time.Now()
-					for _, d := range l.dgs {
+					for _, d := range out1.Datagrams {
 						l.rx.Datagram(l.now, d.Bytes)
 					}
 					out := l.rx.Feedback(nil)
