@@ -56,7 +56,11 @@
 // a forwarded manifest claims (one the new holder did not restate) is
 // forgotten at once, so that no observer places a body from two islands. Both read the World (timeline id and
 // start instant) from etcd, so every front's Welcome names one timeline
-// and authorities on one host share one time base. islandserver -etcd,
+// and authorities on one host share one time base; each starts on a
+// step of the timeline that is a multiple of the steps between broadcasts
+// (scenario.NewShardAuthority), so every authority samples at the same
+// instants and a handed-on island goes on one period after the other
+// holder's last frame. islandserver -etcd,
 // -etcd-embed and -role run them.
 //
 // An authority that cannot accept connections — a player's client, a

@@ -28,11 +28,13 @@ func NewSampler(w *World, sendHz int) *Sampler {
 func (s *Sampler) Period() int64 { return s.every * 1_000_000 / int64(s.w.StepHz) }
 
 // Tick returns the frames to send after the current step: every island on a
-// cadence step, fresh islands on any step. The frames are the sampler's and
-// stay valid until the next Tick.
+// cadence step, fresh islands on any step. Cadence steps are those of the
+// timeline (World.StepBase counts) that are a multiple of the steps between
+// broadcasts. The frames are the sampler's and stay valid until the next
+// Tick.
 func (s *Sampler) Tick() []*island.Frame {
 	s.out = s.out[:0]
-	cadence := s.w.Steps()%s.every == 0
+	cadence := (s.w.StepBase+s.w.Steps())%s.every == 0
 	for _, is := range s.w.Islands() {
 		if !cadence && !is.Fresh {
 			continue

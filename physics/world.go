@@ -108,6 +108,12 @@ type World struct {
 	// world started later on a running authority timeline continues it. Zero
 	// means the world's time starts at 0.
 	TimeBase island.Time
+	// StepBase is how many steps of its authority's timeline went before
+	// the world's first step: its time and its sampler's cadence count them
+	// as if the world had run them, so that worlds built at different steps
+	// — or by different authorities of one timeline — sample at the same
+	// instants. Zero means the timeline starts with the world.
+	StepBase int64
 	// DefaultOwner is the sender that owns newly formed islands.
 	DefaultOwner island.SenderID
 	// DefaultEpoch is the epoch of newly formed islands. Zero means 1. An
@@ -152,9 +158,9 @@ func NewWorld(stepHz int) *World {
 }
 
 // Time returns the simulation time in microseconds: TimeBase plus the
-// steps run so far.
+// timeline's steps so far (StepBase and the steps run).
 func (w *World) Time() island.Time {
-	return w.TimeBase + island.Time(w.steps*1_000_000/int64(w.StepHz))
+	return w.TimeBase + island.Time((w.StepBase+w.steps)*1_000_000/int64(w.StepHz))
 }
 
 // SetIDBase makes the next body's stable id first (and the following ones

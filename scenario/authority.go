@@ -54,7 +54,8 @@ type Authority struct {
 	stages    []*stage
 	ctl       []codec.Message
 	frames    []*island.Frame
-	time      island.Time
+	step      int64       // the timeline's steps so far: the authority time is step / StepHz
+	time      island.Time // µs
 }
 
 // NewAuthority builds the scenarios' worlds; the first Step returns the
@@ -86,7 +87,7 @@ func (a *Authority) build() {
 // at epoch (0: 1), appends it to the stages and its members' ids to ids.
 func (a *Authority) buildStage(k int, epoch uint32, ids []island.MemberID) []island.MemberID {
 	w := physics.NewWorld(StepHz)
-	w.TimeBase = a.time
+	w.StepBase = a.step
 	w.DefaultEpoch = epoch
 	w.SetIDBase(1 + (a.gen*uint64(len(a.scenarios))+uint64(k))*IDSpan)
 	st := &stage{k: k, w: w, sampler: physics.NewSampler(w, a.sendHz)}
@@ -127,7 +128,10 @@ func (a *Authority) spawn(st *stage) {
 // NewShardAuthority is an Authority that steps no scenario until it is
 // given one: a cluster authority holds the shards — scenario worlds, one
 // id range of IDSpan each — that it has claimed (Gain) and stops stepping
-// those it lost (Lose). now is the world's authority time, µs.
+// those it lost (Lose). now is the world's authority time, µs: it starts
+// at the first step at or after now that is a multiple of the steps
+// between broadcasts, so that every shard authority of a timeline samples
+// at the same instants.
 func NewShardAuthority(scs []Scenario, sendHz int, now island.Time) (*Authority, error) {
 	if sendHz < 1 || sendHz > StepHz {
 		return nil, fmt.Errorf("scenario: send rate %d Hz outside [1, %d]", sendHz, StepHz)
@@ -135,8 +139,38 @@ func NewShardAuthority(scs []Scenario, sendHz int, now island.Time) (*Authority,
 	if len(scs) == 0 {
 		return nil, fmt.Errorf("scenario: no scenario")
 	}
-	return &Authority{scenarios: scs, sendHz: sendHz, time: now}, nil
+	a := &Authority{scenarios: scs, sendHz: sendHz}
+	a.step = gridStep(now, a.every())
+	a.time = timeOf(a.step)
+	return a, nil
 }
+
+// gridStep is the first step of the timeline at or after authority time
+// now (µs) that is a multiple of every: where a shard authority starts, so
+// that every authority of a timeline steps on one grid and samples its
+// frames at the same instants — an island handed from one to another then
+// goes on one broadcast period after the last frame of the other, not at
+// a phase of its own.
+func gridStep(now island.Time, every int64) int64 {
+	n := int64(now) * StepHz
+	s := n / 1_000_000 // toward zero: the ceiling for now < 0
+	if n > 0 && n%1_000_000 != 0 {
+		s++
+	}
+	if r := s % every; r != 0 {
+		if r < 0 {
+			r += every
+		}
+		s += every - r
+	}
+	return s
+}
+
+// timeOf is the authority time of timeline step s, µs.
+func timeOf(s int64) island.Time { return island.Time(s * 1_000_000 / StepHz) }
+
+// every is the steps between broadcasts, as physics.NewSampler counts them.
+func (a *Authority) every() int64 { return max(int64(StepHz/a.sendHz), 1) }
 
 // Gain builds scenario k's world now, its islands at epoch, and queues
 // its catch-up (Announce of its bodies, then each island's Lease,
@@ -235,11 +269,9 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 		}
 		st.extra = st.extra[:0:0]
 		a.frames = append(a.frames, st.sampler.Tick()...)
-		a.time = st.w.Time()
 	}
-	if len(a.stages) == 0 {
-		a.time += 1_000_000 / StepHz
-	}
+	a.step++
+	a.time = timeOf(a.step)
 	ctl = append(ctl, a.ctl...)
 	a.ctl = nil
 	return ctl, a.frames
@@ -261,8 +293,7 @@ func (a *Authority) Time() island.Time { return a.time }
 
 // Period returns the broadcast period, µs.
 func (a *Authority) Period() int64 {
-	every := max(int64(StepHz/a.sendHz), 1) // as physics.NewSampler counts it
-	return every * 1_000_000 / StepHz
+	return a.every() * 1_000_000 / StepHz
 }
 
 // Worlds returns the scenario worlds, in scenario order.

@@ -160,3 +160,63 @@ func TestShardAuthority(t *testing.T) {
 		t.Fatal("a lost shard still steps")
 	}
 }
+
+// TestShardAuthoritiesShareOneGrid: shard authorities started at different
+// instants of one timeline, and shards gained at different steps, sample
+// their frames at the same authority times — multiples of the broadcast
+// period — so that a shard handed from one to another goes on one period
+// after the other's last frame.
+func TestShardAuthoritiesShareOneGrid(t *testing.T) {
+	scs, err := Pick("chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		now  island.Time
+		want int64 // first step
+	}{{0, 0}, {1, 3}, {16_666, 3}, {16_667, 3}, {50_000, 3}, {50_001, 6}, {-1, 0}, {-50_000, -3}, {-50_001, -3}} {
+		if got := gridStep(c.now, 3); got != c.want {
+			t.Errorf("gridStep(%d, 3) = %d, want %d", c.now, got, c.want)
+		}
+	}
+	period := int64(1_000_000 / 20)
+	times := func(start island.Time, gainAfter int) []island.Time {
+		a, err := NewShardAuthority(scs, 20, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Time() < start || int64(a.Time())%period != 0 {
+			t.Fatalf("started at %d, its time is %d", start, a.Time())
+		}
+		for range gainAfter {
+			a.Step()
+		}
+		if err := a.Gain(0, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		var out []island.Time
+		for range 12 {
+			_, frames := a.Step()
+			for _, f := range frames {
+				if f.Flags&island.FlagInitial == 0 && !slices.Contains(out, f.Time) {
+					out = append(out, f.Time)
+				}
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		start     island.Time
+		gainAfter int
+	}{{1_234_567, 0}, {1_234_567, 1}, {2_000_001, 2}, {7_777_777, 4}} {
+		got := times(c.start, c.gainAfter)
+		if len(got) < 3 {
+			t.Fatalf("start %d, gained after %d steps: frames at %v", c.start, c.gainAfter, got)
+		}
+		for _, ft := range got {
+			if int64(ft)%period != 0 {
+				t.Errorf("start %d, gained after %d steps: a frame at %d µs, off the %d µs grid", c.start, c.gainAfter, ft, period)
+			}
+		}
+	}
+}
