@@ -110,7 +110,7 @@ func TestDialingAuthority(t *testing.T) {
 	await(t, "a holds everything", heldBy(tb, shards, "a"))
 	await(t, "f1's observer has every shard from a", observed(obs1, tb, len(scs)))
 	await(t, "f2's observer has every shard from a", observed(obs2, tb, len(scs)))
-	gaps, _, _ := islandGaps(obs1, lost, len(scs), crashed)
+	gaps, _, _, _ := islandGaps(obs1, lost, len(scs), crashed)
 	t.Logf("dialling authority crashed, TTL 2 s: %d islands of %d shards back after p50 %v, max %v", len(gaps), len(lost), gaps[len(gaps)/2], gaps[len(gaps)-1])
 	for _, o := range []*observer{obs1, obs2} {
 		o.mu.Lock()

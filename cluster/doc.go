@@ -87,7 +87,9 @@
 //
 // A new holder continues each body of a shard it gains from the newest
 // state it received of it (RunAuthority follows one front as an observer
-// of the whole world, a standby); the scenario's script starts over, and
+// of the whole world, a standby), first stepped forward to its own time
+// when that state is at most scenario.MaxCatchUp steps old (a drain);
+// the scenario's script starts over, and
 // bodies it never heard of start where the scenario puts them. Epochs are
 // etcd revisions and must fit 32 bits (ErrEpochRange);
 // at most MaxShards shards and MaxMembers members per world; what a Table

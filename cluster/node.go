@@ -122,7 +122,7 @@ func (c *NodeConfig) shards() []uint32 {
 // previous holder left it rather than from the scenario's beginning.
 type standby struct {
 	mu      sync.Mutex
-	states  map[island.MemberID]island.State
+	states  map[island.MemberID]lastSeen
 	seen    map[uint32]bool // islands with a frame kept, until ready
 	ready   chan struct{}   // closed once every island the front announced has a frame kept
 	shardOf func(island uint32) uint32
@@ -131,7 +131,7 @@ type standby struct {
 }
 
 func newStandby(shardOf func(uint32) uint32) *standby {
-	return &standby{states: map[island.MemberID]island.State{}, seen: map[uint32]bool{}, ready: make(chan struct{}),
+	return &standby{states: map[island.MemberID]lastSeen{}, seen: map[uint32]bool{}, ready: make(chan struct{}),
 		shardOf: shardOf, epochs: map[uint32]uint32{}, newer: make(chan struct{})}
 }
 
@@ -165,7 +165,7 @@ func (s *standby) commit(f *validator.Validated) {
 		clear(s.states)
 	}
 	for i := range f.Len() {
-		s.states[f.ID(i)] = f.State(i)
+		s.states[f.ID(i)] = lastSeen{f.State(i), f.Time()}
 	}
 	if k := f.Key(); s.shardOf != nil && k.Epoch > s.epochs[s.shardOf(k.Island)] {
 		s.epochs[s.shardOf(k.Island)] = k.Epoch // shards are capped: MaxShards
@@ -197,11 +197,19 @@ func (s *standby) tick(tk *transport.Tick) {
 	close(s.ready)
 }
 
-func (s *standby) last(id island.MemberID) (island.State, bool) {
+// lastSeen is a body's newest state the standby committed, and the
+// authority time of its frame.
+type lastSeen struct {
+	st island.State
+	at island.Time
+}
+
+// last is the standby's scenario.Continue: a body's newest state and when.
+func (s *standby) last(id island.MemberID) (island.State, island.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.states[id]
-	return st, ok
+	o, ok := s.states[id]
+	return o.st, o.at, ok
 }
 
 // follow keeps the standby fed from one registered front (the first by
@@ -241,7 +249,7 @@ func (s *standby) follow(ctx context.Context, tb *Table, log *slog.Logger) {
 // shards Serve's hooks change between steps.
 type shardSource struct {
 	auth *scenario.Authority
-	last func(island.MemberID) (island.State, bool) // the standby's
+	last scenario.Continue // the standby's
 	mu   sync.Mutex
 	reqs []shardReq
 }

@@ -75,7 +75,7 @@ func TestClusterSoak(t *testing.T) {
 	gaps := func(what string, moved []uint32, since time.Time) {
 		var back, quiet []time.Duration
 		for _, o := range obs {
-			g, q, _ := islandGaps(o, moved, len(scs), since)
+			g, q, _, _ := islandGaps(o, moved, len(scs), since)
 			back, quiet = append(back, g...), append(quiet, q...)
 		}
 		slices.Sort(back)

@@ -172,13 +172,28 @@ func timeOf(s int64) island.Time { return island.Time(s * 1_000_000 / StepHz) }
 // every is the steps between broadcasts, as physics.NewSampler counts them.
 func (a *Authority) every() int64 { return max(int64(StepHz/a.sendHz), 1) }
 
+// Continue gives the state a body of a gained shard continues from and the
+// authority time (µs) it was observed at; false when there is none.
+type Continue func(island.MemberID) (island.State, island.Time, bool)
+
+// MaxCatchUp is the most steps Gain runs to bring a continued world from
+// the time of its newest state to now (0.2 s, four broadcast periods at 20
+// Hz). A state older than that says its authority stopped sending that
+// long ago — it crashed — so observers last saw the bodies there too, and
+// the world continues from it as it is.
+const MaxCatchUp = StepHz / 5
+
 // Gain builds scenario k's world now, its islands at epoch, and queues
 // its catch-up (Announce of its bodies, then each island's Lease,
 // Manifest, Physics and Spawn) for the next Step. With last, every body
 // it names continues from that state (physics.World.Restore): the newest
-// state the world's previous authority sent. A scenario already stepped
-// is left alone.
-func (a *Authority) Gain(k int, epoch uint32, last func(island.MemberID) (island.State, bool)) error {
+// state the world's previous authority sent. When the newest of those
+// states was observed at most MaxCatchUp steps before now — the previous
+// authority handed the shard on and stepped it meanwhile — the world
+// first runs those steps, so that its first frame shows the bodies where
+// the previous authority's last frames have them, not where they were.
+// A scenario already stepped is left alone.
+func (a *Authority) Gain(k int, epoch uint32, last Continue) error {
 	if k < 0 || k >= len(a.scenarios) {
 		return fmt.Errorf("scenario: shard %d outside [0, %d)", k, len(a.scenarios))
 	}
@@ -189,10 +204,38 @@ func (a *Authority) Gain(k int, epoch uint32, last func(island.MemberID) (island
 	}
 	ids := a.buildStage(k, epoch, nil)
 	if last != nil {
-		a.stages[len(a.stages)-1].w.Restore(last)
+		st := a.stages[len(a.stages)-1]
+		n := a.behind(ids, last)
+		st.w.StepBase = a.step - n // no step run yet: it ends its catch-up at now
+		st.w.Restore(func(id island.MemberID) (island.State, bool) {
+			s, _, ok := last(id)
+			return s, ok
+		})
+		for range n {
+			st.step()
+		}
 	}
 	a.announce(ids)
 	return nil
+}
+
+// behind returns how many steps before now the newest state last gives of
+// ids was observed; 0 when that is more than MaxCatchUp.
+func (a *Authority) behind(ids []island.MemberID, last Continue) int64 {
+	newest, any := island.Time(0), false
+	for _, id := range ids {
+		if _, t, ok := last(id); ok && (!any || t > newest) {
+			newest, any = t, true
+		}
+	}
+	if !any || newest >= a.time {
+		return 0
+	}
+	n := (int64(a.time-newest)*StepHz + 500_000) / 1_000_000
+	if n > MaxCatchUp {
+		return 0
+	}
+	return n
 }
 
 // Lose stops stepping scenario k at once. No message goes out: whoever
@@ -256,13 +299,7 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 	a.ctl = nil
 	a.frames = a.frames[:0]
 	for _, st := range a.stages {
-		st.w.Step()
-		if act := st.script.actions[st.w.Steps()]; act != nil {
-			act(st.w, st)
-		}
-		if st.script.every != nil {
-			st.script.every(st.w.Steps())
-		}
+		st.step()
 		a.drain(st)
 		for i := range st.extra {
 			a.frames = append(a.frames, &st.extra[i])
@@ -275,6 +312,17 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 	ctl = append(ctl, a.ctl...)
 	a.ctl = nil
 	return ctl, a.frames
+}
+
+// step advances the stage's world one step and runs its script.
+func (st *stage) step() {
+	st.w.Step()
+	if act := st.script.actions[st.w.Steps()]; act != nil {
+		act(st.w, st)
+	}
+	if st.script.every != nil {
+		st.script.every(st.w.Steps())
+	}
 }
 
 // ScenarioOf returns the name of the scenario island id belongs to, or ""

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -128,8 +129,8 @@ func TestShardAuthority(t *testing.T) {
 	if msgs, frames := a.Step(); len(msgs) != 0 || len(frames) != 0 {
 		t.Fatalf("an authority holding nothing sent %d messages and %d frames", len(msgs), len(frames))
 	}
-	moved := func(id island.MemberID) (island.State, bool) {
-		return island.State{X: float64(id.Stable), Y: 42}, true
+	moved := func(id island.MemberID) (island.State, island.Time, bool) {
+		return island.State{X: float64(id.Stable), Y: 42}, a.Time(), true
 	}
 	if err := a.Gain(1, 77, moved); err != nil {
 		t.Fatal(err)
@@ -216,6 +217,111 @@ func TestShardAuthoritiesShareOneGrid(t *testing.T) {
 		for _, ft := range got {
 			if int64(ft)%period != 0 {
 				t.Errorf("start %d, gained after %d steps: a frame at %d µs, off the %d µs grid", c.start, c.gainAfter, ft, period)
+			}
+		}
+	}
+}
+
+// TestGainCatchesUp: a shard gained from states observed some steps ago
+// runs those steps before its first frame, so it shows the bodies about
+// where an authority that kept stepping has them now — not where they were
+// when observed — and at that authority's time.
+func TestGainCatchesUp(t *testing.T) {
+	scs, err := Pick("chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewShardAuthority(scs, 20, 3_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Gain(0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	// states of the cadence frames: what a standby would have committed
+	sampled := func() (map[island.MemberID]island.State, island.Time) {
+		for {
+			_, frames := a.Step()
+			for _, f := range frames {
+				if f.Flags&island.FlagInitial == 0 {
+					out := map[island.MemberID]island.State{}
+					for _, m := range f.Members {
+						out[m.ID] = m.State
+					}
+					return out, f.Time
+				}
+			}
+		}
+	}
+	for range 30 { // the chain swings
+		sampled()
+	}
+	then, at := sampled()
+	var now map[island.MemberID]island.State
+	var nowAt island.Time
+	for range 2 { // the standby is two periods (six steps) behind
+		now, nowAt = sampled()
+	}
+	b, err := NewShardAuthority(scs, 20, nowAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Time() != nowAt {
+		t.Fatalf("b starts at %d, a is at %d", b.Time(), nowAt)
+	}
+	cont := func(id island.MemberID) (island.State, island.Time, bool) {
+		s, ok := then[id]
+		return s, at, ok
+	}
+	if err := b.Gain(0, 2, cont); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := b.Step()
+	var off, moved float64 // the largest distance from a's bodies now, with and without the catch-up
+	spawns := 0
+	for _, m := range msgs {
+		sp, ok := m.(codec.Spawn)
+		if !ok {
+			continue
+		}
+		spawns++
+		if sp.Time != nowAt {
+			t.Fatalf("spawned at %d, a is at %d", sp.Time, nowAt)
+		}
+		for _, mb := range sp.Members {
+			w, ok := now[mb.ID]
+			if !ok {
+				continue
+			}
+			off = max(off, math.Hypot(mb.State.X-w.X, mb.State.Y-w.Y))
+			moved = max(moved, math.Hypot(then[mb.ID].X-w.X, then[mb.ID].Y-w.Y))
+		}
+	}
+	t.Logf("six steps behind: bodies %.4f m off with the catch-up, %.4f m without", off, moved)
+	if spawns == 0 || moved < 0.01 {
+		t.Fatalf("%d spawns; the chain moved %.4f m in six steps: nothing to catch up", spawns, moved)
+	}
+	if off > moved/4 {
+		t.Fatalf("the gained chain is %.4f m off where a has it; without catching up %.4f m", off, moved)
+	}
+
+	// States older than MaxCatchUp steps: their authority stopped (a
+	// crash), observers last saw the bodies there, and the world goes on
+	// from them as they are.
+	c, err := NewShardAuthority(scs, 20, at+island.Time((MaxCatchUp+3)*1_000_000/StepHz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Gain(0, 3, cont); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ = c.Step()
+	for _, m := range msgs {
+		if sp, ok := m.(codec.Spawn); ok {
+			for _, mb := range sp.Members {
+				if w, ok := then[mb.ID]; ok && mb.State != w {
+					t.Fatalf("after a crash, body %v spawned at %+v, last seen at %+v", mb.ID, mb.State, w)
+				}
 			}
 		}
 	}
