@@ -249,7 +249,8 @@ func (s *standby) follow(ctx context.Context, tb *Table, log *slog.Logger) {
 // shards Serve's hooks change between steps.
 type shardSource struct {
 	auth *scenario.Authority
-	last scenario.Continue // the standby's
+	last scenario.Continue  // the standby's
+	now  func() island.Time // the timeline's clock, µs; nil: steps alone keep the time
 	mu   sync.Mutex
 	reqs []shardReq
 }
@@ -264,6 +265,16 @@ type shardReq struct {
 func (s *shardSource) request(r shardReq) { s.mu.Lock(); s.reqs = append(s.reqs, r); s.mu.Unlock() }
 
 func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
+	if s.now != nil {
+		// Steps that came late (a loaded machine drops ticks) would leave
+		// this authority's time behind the clock every other authority
+		// reads, and an island handed on would jump in time by the
+		// difference: past MaxLag, the time moves on without the steps.
+		// First, so that a shard gained now catches up to the clock.
+		if n := s.auth.Behind(s.now()); n > MaxLag {
+			s.auth.Skip(n - 1)
+		}
+	}
 	s.mu.Lock()
 	reqs := s.reqs
 	s.reqs = nil
@@ -278,6 +289,12 @@ func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
 	}
 	return s.auth.Step()
 }
+
+// MaxLag is how many steps an authority's time may fall behind the
+// timeline's clock before it skips ahead (three steps: one broadcast
+// period at 20 Hz). Past it the authority's bodies hold still for the
+// steps skipped.
+const MaxLag = 3
 
 func (s *shardSource) Period() int64 { return s.auth.Period() }
 
@@ -308,7 +325,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	}
 	n := len(cfg.Scenarios)
 	sb := newStandby(func(id uint32) uint32 { return uint32(scenario.ShardOf(id, n)) })
-	src := &shardSource{auth: auth, last: sb.last}
+	src := &shardSource{auth: auth, last: sb.last, now: func() island.Time { return island.Time(w.Now(time.Now())) }}
 	cfg.Server.Timeline = w.Timeline
 	if cfg.Dial {
 		cfg.Server.DialOnly = true

@@ -417,3 +417,32 @@ func leaseEpochs(rx *receiver.Receiver) []uint32 {
 	slices.Sort(e)
 	return e
 }
+
+// TestSourceKeepsToTheClock: an authority whose steps fell behind the
+// timeline's clock skips ahead to it before stepping, so its frames stay
+// at the clock's instants; one within MaxLag steps keeps stepping as it is.
+func TestSourceKeepsToTheClock(t *testing.T) {
+	scs, err := scenario.Pick("chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := scenario.NewShardAuthority(scs, 20, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = auth.Gain(0, 1, nil)
+	clock := auth.Time()
+	src := &shardSource{auth: auth, now: func() island.Time { return clock }}
+	src.Step()
+	clock = auth.Time() + MaxLag*1_000_000/scenario.StepHz // within the lag: stepped as it is
+	before := auth.Time()
+	src.Step()
+	if got := auth.Time() - before; got > 20_000 {
+		t.Fatalf("within the lag the time moved %d µs in a step", got)
+	}
+	clock = auth.Time() + 1_000_000 // a second behind
+	src.Step()
+	if d := clock - auth.Time(); d < 0 || d > 1_000_000/scenario.StepHz {
+		t.Fatalf("a second behind, one step later the time is %d µs from the clock", d)
+	}
+}

@@ -314,6 +314,30 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 	return ctl, a.frames
 }
 
+// Behind returns how many whole steps the authority's time is behind
+// authority time now (µs); 0 when it is not.
+func (a *Authority) Behind(now island.Time) int64 {
+	n := (int64(now) - int64(a.time)) * StepHz / 1_000_000
+	return max(n, 0)
+}
+
+// Skip moves the authority's time n steps on without stepping its worlds,
+// for an authority whose steps fell behind the timeline's clock: its
+// bodies hold still for those steps (the simulation runs slower than the
+// clock), and its frames stay at the timeline's instants, comparable with
+// every other authority's. Its sampling stays on the timeline's grid. n ≤
+// 0 does nothing.
+func (a *Authority) Skip(n int64) {
+	if n <= 0 {
+		return
+	}
+	a.step += n
+	a.time = timeOf(a.step)
+	for _, st := range a.stages {
+		st.w.StepBase += n
+	}
+}
+
 // step advances the stage's world one step and runs its script.
 func (st *stage) step() {
 	st.w.Step()

@@ -326,3 +326,43 @@ func TestGainCatchesUp(t *testing.T) {
 		}
 	}
 }
+
+// TestSkip: an authority behind the clock moves its time on without
+// stepping its worlds — the bodies hold still — and samples on the same
+// grid after.
+func TestSkip(t *testing.T) {
+	scs, err := Pick("chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewShardAuthority(scs, 20, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Gain(0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 9 {
+		a.Step()
+	}
+	if got := a.Behind(a.Time() + 100_000); got != 6 {
+		t.Fatalf("100 ms behind: %d steps, want 6", got)
+	}
+	if got := a.Behind(a.Time() - 100_000); got != 0 {
+		t.Fatalf("ahead: %d steps behind", got)
+	}
+	before := a.Worlds()[0].Steps()
+	t0 := a.Time()
+	a.Skip(5)
+	if a.Time() != t0+83_333 || a.Worlds()[0].Time() != a.Time() || a.Worlds()[0].Steps() != before {
+		t.Fatalf("skipped 5 steps: time %d → %d, world at %d after %d steps (%d before)", t0, a.Time(), a.Worlds()[0].Time(), a.Worlds()[0].Steps(), before)
+	}
+	for range 6 {
+		_, frames := a.Step()
+		for _, f := range frames {
+			if f.Flags&island.FlagInitial == 0 && int64(f.Time)%50_000 != 0 {
+				t.Fatalf("a frame at %d after the skip, off the 50 ms grid", f.Time)
+			}
+		}
+	}
+}
