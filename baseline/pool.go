@@ -51,12 +51,8 @@ func (p *Pool) Table(n int) *Table {
 		t.ID, t.Frame = 0, FrameInfo{}
 		t.Entries = t.Entries[:n]
 		clear(t.Entries)
-	} else {
-		size := n
-		if c < 20 { // round up, so that the table serves its whole class
-			size = 1 << c
-		}
-		t = &Table{Entries: make([]Entry, n, size)}
+	} else { // room for the whole class, so that the table serves any frame of it
+		t = &Table{Entries: make([]Entry, n, 1<<c)}
 	}
 	t.pool, t.refs = p, 1
 	return t

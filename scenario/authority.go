@@ -205,7 +205,7 @@ func (a *Authority) Gain(k int, epoch uint32, last Continue) error {
 	ids := a.buildStage(k, epoch, nil)
 	if last != nil {
 		st := a.stages[len(a.stages)-1]
-		n := a.behind(ids, last)
+		n := a.stateAge(ids, last)
 		st.w.StepBase = a.step - n // no step run yet: it ends its catch-up at now
 		st.w.Restore(func(id island.MemberID) (island.State, bool) {
 			s, _, ok := last(id)
@@ -219,9 +219,9 @@ func (a *Authority) Gain(k int, epoch uint32, last Continue) error {
 	return nil
 }
 
-// behind returns how many steps before now the newest state last gives of
-// ids was observed; 0 when that is more than MaxCatchUp.
-func (a *Authority) behind(ids []island.MemberID, last Continue) int64 {
+// stateAge returns how many steps before now the newest state last gives
+// of ids was observed; 0 when that is more than MaxCatchUp.
+func (a *Authority) stateAge(ids []island.MemberID, last Continue) int64 {
 	newest, any := island.Time(0), false
 	for _, id := range ids {
 		if _, t, ok := last(id); ok && (!any || t > newest) {
