@@ -118,6 +118,7 @@ func (k *Kept) Keep(t *Table, newest uint32) bool {
 	s := k.slot(i)
 	k.ids[s], k.tables[s] = t.ID, t
 	k.n++
+	held := k.n
 	k.Prune(newest)
 	// The rule keeps at most Window frames of the window, the anchor it
 	// superseded and the newest; the cap keeps the table bounded whatever
@@ -125,12 +126,9 @@ func (k *Kept) Keep(t *Table, newest uint32) bool {
 	if k.n > MaxKept {
 		k.drop(1)
 	}
-	for i := range k.n {
-		if k.tables[k.slot(i)] == t {
-			return true
-		}
-	}
-	return false
+	// Both let go of the oldest tables only: t, the i-th oldest, stays
+	// unless more than i went.
+	return i >= held-k.n
 }
 
 // drop lets go of the m oldest tables.

@@ -98,6 +98,7 @@ func (r CommitResult) String() string {
 type history struct {
 	stamp  validator.Stamp
 	frames []*validator.Validated
+	newest island.Time // the newest frame's time, while frames holds any: commit reads no frame in order
 	spare  []*validator.Validated
 	// prev is the version frames replaced (its frames, oldest first), shown
 	// while playback is before frames' first; onPrev: the last view was.
@@ -224,15 +225,21 @@ func (s *Store) commit(now int64, vf *validator.Validated) CommitResult {
 	// A frame behind the shown r that lands inside the history would
 	// rewrite what was already shown; one newer than every held frame only
 	// replaces an extrapolation with data (through the shared correction).
-	if h.haveR && t <= h.lastR && len(h.frames) > 0 && t < h.frames[len(h.frames)-1].Time() {
+	n := len(h.frames)
+	if h.haveR && t <= h.lastR && n > 0 && t < h.newest {
 		return CommitLate
 	}
-	i := len(h.frames)
-	for i > 0 && h.frames[i-1].Time() > t {
-		i--
+	i := n
+	if n > 0 && t <= h.newest { // frames mostly come in order: search only when not
+		for i > 0 && h.frames[i-1].Time() > t {
+			i--
+		}
+		if i > 0 && h.frames[i-1].Time() == t {
+			return CommitDuplicate
+		}
 	}
-	if i > 0 && h.frames[i-1].Time() == t {
-		return CommitDuplicate
+	if i == n {
+		h.newest = t
 	}
 	if len(h.frames) == s.cfg.History {
 		if i == 0 {
