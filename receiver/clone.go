@@ -43,11 +43,13 @@ func (r *Receiver) Clone() *Receiver {
 		c.decor[id] = true
 	}
 	c.views = nil
-	c.bases = make(map[uint32]*islandBases, len(r.bases))
-	for id, s := range r.bases {
-		t := *s
-		t.kept = s.kept.Clone()
-		c.bases[id] = &t
+	c.bases = make([]*islandBases, len(r.bases))
+	for i, s := range r.bases {
+		if s != nil {
+			t := *s
+			t.kept = s.kept.Clone()
+			c.bases[i] = &t
+		}
 	}
 	c.keyReq = append([]uint32(nil), r.keyReq...)
 	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil

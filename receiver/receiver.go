@@ -131,7 +131,7 @@ type Receiver struct {
 	later       []timedEvent                    // Destroy and Forget messages waiting for playback to reach their time, by time
 	spawnAt     map[island.MemberID]island.Time // identities announced for a time playback has not reached
 	spawnOf     map[uint32]island.Time          // islands of such identities: not shown before that time
-	bases       map[uint32]*islandBases         // wire 3 decode baselines, by island
+	bases       []*islandBases                  // wire 3 decode baselines: bases[i] is island known[i]'s (nil until needed)
 	newestSeq   uint32                          // newest broadcast sequence of a wire-3 datagram
 	seenSeq     bool
 	pruneAt     int               // the next island of known pruneSome visits
@@ -183,7 +183,7 @@ func New(cfg Config) (*Receiver, error) {
 	reg := validator.NewRegistry(cfg.MaxBodies, cfg.MaxTombstones)
 	val := validator.New(reg, cfg.Validator)
 	r := &Receiver{cfg: cfg, dec: dec, dec2: dec2, cdec: codec.NewControlDecoder(cfg.Control), asm: asm, reg: reg, val: val, st: store.New(cfg.Store, val),
-		bases: make(map[uint32]*islandBases), decor: map[uint32]bool{},
+		decor:   map[uint32]bool{},
 		spawnAt: map[island.MemberID]island.Time{}, spawnOf: map[uint32]island.Time{}}
 	r.clock = store.NewClock(cfg.Clock)
 	if r.cfg.MaxSimBodies <= 0 {
@@ -213,6 +213,7 @@ func (r *Receiver) resetControl() {
 	r.known = r.known[:0]
 	r.sim.reset()
 	clear(r.bases)
+	r.bases = r.bases[:0]
 	r.newestSeq, r.seenSeq = 0, false
 	r.arrivals, r.arrivalsNew = baseline.Arrivals{}, false
 	r.keyReq = r.keyReq[:0]
@@ -347,6 +348,7 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		}
 		if i, found := slices.BinarySearch(r.known, m.Island); !found {
 			r.known = slices.Insert(r.known, i, m.Island)
+			r.bases = slices.Insert(r.bases, i, nil)
 		}
 		var spawn island.Time
 		for _, id := range m.Members {
@@ -507,9 +509,9 @@ func (r *Receiver) forget(id uint32) {
 	r.val.Forget(id)
 	r.st.Forget(id)
 	r.sim.forget(id)
-	delete(r.bases, id)
 	if i, found := slices.BinarySearch(r.known, id); found {
 		r.known = slices.Delete(r.known, i, i+1)
+		r.bases = slices.Delete(r.bases, i, i+1)
 	}
 }
 

@@ -144,7 +144,7 @@ func (r *seedRig) record(seq, isl uint32) codec.Record {
 // held returns the x the receiver holds for island isl in its baseline of
 // broadcast seq, and that baseline's authority time.
 func (r *seedRig) held(isl, seq uint32) (int64, island.Time, bool) {
-	s := r.rx.bases[isl]
+	s := r.rx.islandOf(isl)
 	if s == nil {
 		return 0, 0, false
 	}
@@ -189,11 +189,11 @@ func seedDeclaredBaseline(t *testing.T) {
 	}
 	// The same residual against 43 would have made 10060: the receiver
 	// restored 44 from the baseline the record named.
-	base43 := r.rx.bases[seedA].kept.Find(43)
+	base43 := r.rx.islandOf(seedA).kept.Find(43)
 	if ents, err := rec44.ExpandDelta(nil, base43, 1_100_000); err != nil || ents[0].Q.X != 10060 {
 		t.Fatalf("44's residual against 43: %v %v", ents, err)
 	}
-	if b := r.rx.bases[seedB].kept.Newest(); b == nil || b.ID != 42 || b.Frame.Time != 1_000_000 || b.Entries[0].Q.X != 11000 {
+	if b := r.rx.islandOf(seedB).kept.Newest(); b == nil || b.ID != 42 || b.Frame.Time != 1_000_000 || b.Entries[0].Q.X != 11000 {
 		t.Fatalf("B's newest frame: %+v, want 42 at 1.00 s, x 11000", b)
 	}
 	if st := r.rx.Stats(); st.Wire.NoBaseline != 0 || st.Wire.Digest != 0 || st.Wire.Refused != 0 {
@@ -238,7 +238,7 @@ func seedMissingBaseline(t *testing.T) {
 		t.Fatalf("43 against 42 at a receiver holding only 40: no-baseline %d → %d, committed %d → %d",
 			before.Wire.NoBaseline, after.Wire.NoBaseline, before.FramesCommitted, after.FramesCommitted)
 	}
-	if s := lone.bases[seedA]; s.kept.Find(43) != nil || s.kept.Newest().ID != 40 {
+	if s := lone.islandOf(seedA); s.kept.Find(43) != nil || s.kept.Newest().ID != 40 {
 		t.Fatalf("the refused frame was kept: newest %d", s.kept.Newest().ID)
 	}
 	lim := codec.ControlLimits{}.WithDefaults()
@@ -277,7 +277,7 @@ func seedWindowKeepsAnchor(t *testing.T) {
 		r.feedBack(r.broadcast(island.Time(r.seq+1)*25_000, map[uint32]int64{seedA: 9000 + int64(r.seq), seedB: 11000 - int64(r.seq)}))
 	}
 	r.feedBack(r.broadcast(1_050_000, map[uint32]int64{seedA: 10000, seedB: 11000})) // 42
-	if n := r.rx.bases[seedB].kept.Len(); n < 20 {
+	if n := r.rx.islandOf(seedB).kept.Len(); n < 20 {
 		t.Fatalf("B holds %d baselines before going quiet", n)
 	}
 	for r.seq < 89 {
@@ -285,7 +285,7 @@ func seedWindowKeepsAnchor(t *testing.T) {
 	}
 	// 42 + 32 + 8: every frame of B before 42 is out of the window, and B
 	// was visited since.
-	if s := r.rx.bases[seedB]; s.kept.Len() != 1 || s.kept.Newest().ID != 42 {
+	if s := r.rx.islandOf(seedB); s.kept.Len() != 1 || s.kept.Newest().ID != 42 {
 		t.Fatalf("at %d B holds %d baselines, newest %d; want {42}", r.seq, s.kept.Len(), s.kept.Newest().ID)
 	}
 	if ctl, _ := r.bc.Take(1, nil, nil); len(ctl) != 0 {
@@ -335,8 +335,8 @@ func TestForgedBaselineNeverCommits(t *testing.T) {
 			dg := append([]byte(nil), dgs[0]...)
 			switch forge {
 			case "baseline":
-				rx.bases[seedA].kept.Find(42).Entries[0].Q.X += 3
-				rx.bases[seedB].kept.Find(42).Entries[0].Q.Y -= 1
+				rx.islandOf(seedA).kept.Find(42).Entries[0].Q.X += 3
+				rx.islandOf(seedB).kept.Find(42).Entries[0].Q.Y -= 1
 			case "residual":
 				dg[len(dg)-1] ^= 0x02 // the last residual byte
 				dg = resign(dg)
@@ -348,7 +348,7 @@ func TestForgedBaselineNeverCommits(t *testing.T) {
 			if after.FramesCommitted != before.FramesCommitted {
 				t.Fatalf("a frame restored from a forged %s committed", forge)
 			}
-			if rx.bases[seedA].kept.Find(43) != nil || rx.bases[seedB].kept.Find(43) != nil {
+			if rx.islandOf(seedA).kept.Find(43) != nil || rx.islandOf(seedB).kept.Find(43) != nil {
 				t.Fatal("a frame restored from a forged baseline was kept")
 			}
 			if forge == "baseline" && after.Wire.Digest != before.Wire.Digest+1 {

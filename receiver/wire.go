@@ -30,15 +30,22 @@ type WireStats struct {
 	Unknown    uint64 // records of islands without a manifest
 }
 
+// islandOf returns island id's baselines, nil when it has no manifest.
 func (r *Receiver) islandOf(id uint32) *islandBases {
-	if s := r.bases[id]; s != nil {
-		return s
-	}
-	if _, known := slices.BinarySearch(r.known, id); !known {
+	i, known := slices.BinarySearch(r.known, id)
+	if !known {
 		return nil
 	}
-	s := &islandBases{}
-	r.bases[id] = s
+	return r.basesAt(i)
+}
+
+// basesAt returns the baselines of island known[i], made when first asked.
+func (r *Receiver) basesAt(i int) *islandBases {
+	s := r.bases[i]
+	if s == nil {
+		s = &islandBases{}
+		r.bases[i] = s
+	}
 	return s
 }
 
@@ -170,7 +177,7 @@ func (r *Receiver) pruneSome() {
 		if r.pruneAt >= len(r.known) {
 			r.pruneAt = 0
 		}
-		if s := r.bases[r.known[r.pruneAt]]; s != nil {
+		if s := r.bases[r.pruneAt]; s != nil {
 			s.kept.Prune(r.newestSeq)
 		}
 		r.pruneAt++
@@ -195,6 +202,11 @@ func (r *Receiver) base(h codec.Header, rec *codec.Record, id uint32) (*islandBa
 		r.stats.Wire.Unknown++
 		return nil, nil
 	}
+	return r.baseIn(s, h, rec, id)
+}
+
+// baseIn is base for an island whose baselines s are at hand.
+func (r *Receiver) baseIn(s *islandBases, h codec.Header, rec *codec.Record, id uint32) (*islandBases, *baseline.Table) {
 	if t := s.kept.Find(h.Seq - rec.Lag); t != nil {
 		return s, t
 	}
@@ -212,7 +224,7 @@ func (r *Receiver) restoreRun(now int64, h codec.Header, rec *codec.Record, firs
 	visited := uint64(0)
 	i, _ := slices.BinarySearch(r.known, first)
 	for ; i < len(r.known) && uint64(r.known[i]) < end; i++ {
-		r.restorePredicted(now, h, rec, r.known[i])
+		r.restorePredicted(now, h, rec, i)
 		visited++
 	}
 	r.stats.Wire.Records += uint64(n) - visited
@@ -222,9 +234,12 @@ func (r *Receiver) restoreRun(now int64, h codec.Header, rec *codec.Record, firs
 	}
 }
 
-func (r *Receiver) restorePredicted(now int64, h codec.Header, rec *codec.Record, id uint32) {
+// restorePredicted restores island known[i] as its prediction from the
+// baseline rec names.
+func (r *Receiver) restorePredicted(now int64, h codec.Header, rec *codec.Record, i int) {
 	r.stats.Wire.Records++
-	s, base := r.base(h, rec, id)
+	id := r.known[i]
+	s, base := r.baseIn(r.basesAt(i), h, rec, id)
 	if base == nil {
 		r.wholeBad = true
 		return
