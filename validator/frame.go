@@ -28,9 +28,14 @@ type Validated struct {
 	time    island.Time
 	segment uint32
 	flags   island.Flags
-	handles []Handle
-	ids     []island.MemberID
-	states  []island.State
+	members []member // side by side, so that a frame is one array to copy and read
+}
+
+// member is one member of a validated frame.
+type member struct {
+	handle Handle
+	id     island.MemberID
+	state  island.State
 }
 
 // ValidatedIslandFrame is another name for Validated: an island frame that
@@ -53,23 +58,21 @@ func (v *Validated) Segment() uint32 { return v.segment }
 func (v *Validated) Flags() island.Flags { return v.flags }
 
 // Len returns the number of members.
-func (v *Validated) Len() int { return len(v.states) }
+func (v *Validated) Len() int { return len(v.members) }
 
 // Handle returns member i's local handle (manifest order).
-func (v *Validated) Handle(i int) Handle { return v.handles[i] }
+func (v *Validated) Handle(i int) Handle { return v.members[i].handle }
 
 // ID returns member i's stable identity (manifest order).
-func (v *Validated) ID(i int) island.MemberID { return v.ids[i] }
+func (v *Validated) ID(i int) island.MemberID { return v.members[i].id }
 
 // State returns member i's sampled state (manifest order).
-func (v *Validated) State(i int) island.State { return v.states[i] }
+func (v *Validated) State(i int) island.State { return v.members[i].state }
 
 // CopyFrom makes v an independent copy of src, reusing v's storage.
 func (v *Validated) CopyFrom(src *Validated) {
 	v.stamp, v.key, v.time, v.segment, v.flags = src.stamp, src.key, src.time, src.segment, src.flags
-	v.handles = append(v.handles[:0], src.handles...)
-	v.ids = append(v.ids[:0], src.ids...)
-	v.states = append(v.states[:0], src.states...)
+	v.members = append(v.members[:0], src.members...)
 }
 
 // Clone returns an independent copy of v.

@@ -228,7 +228,7 @@ func (v *Validator) validate(f *assembler.Frame) Reason {
 		if !finite {
 			return NonFinite
 		}
-		out.handles[pos], out.ids[pos], out.states[pos] = hd, id, st
+		out.members[pos] = member{handle: hd, id: id, state: st}
 	}
 	return OK
 }
@@ -256,7 +256,7 @@ func (v *Validator) validateStates(h *Header, ids []island.MemberID, states []is
 			(st.AngVel - st.AngVel); d != 0 {
 			return NonFinite
 		}
-		out.handles[pos], out.ids[pos], out.states[pos] = hd, id, *st
+		out.members[pos] = member{handle: hd, id: id, state: *st}
 	}
 	return OK
 }
@@ -296,9 +296,7 @@ func (v *Validator) begin(sender island.SenderID, k island.Key, n int) (*manifes
 		return nil, MemberCountMismatch
 	}
 	out := &v.out
-	out.handles = resize(out.handles, n)
-	out.ids = resize(out.ids, n)
-	out.states = resize(out.states, n)
+	out.members = resize(out.members, n)
 	v.filled = resize(v.filled, n)
 	v.call++
 	if v.call == 0 {
