@@ -54,8 +54,7 @@ type Authority struct {
 	stages    []*stage
 	ctl       []codec.Message
 	frames    []*island.Frame
-	step      int64       // the timeline's steps so far: the authority time is step / StepHz
-	time      island.Time // µs
+	step      int64 // the timeline's steps so far: the authority time is step / StepHz (Time)
 }
 
 // NewAuthority builds the scenarios' worlds; the first Step returns the
@@ -104,7 +103,7 @@ func (a *Authority) buildStage(k int, epoch uint32, ids []island.MemberID) []isl
 // announce queues the Announce of ids, then the Lease, Manifest, Physics
 // and Spawn of every island of the stages built last.
 func (a *Authority) announce(ids []island.MemberID) {
-	a.ctl = append(a.ctl, codec.Announce{Time: a.time, IDs: ids})
+	a.ctl = append(a.ctl, codec.Announce{Time: a.Time(), IDs: ids})
 	for _, st := range a.stages {
 		if !st.announced {
 			a.spawn(st)
@@ -141,7 +140,6 @@ func NewShardAuthority(scs []Scenario, sendHz int, now island.Time) (*Authority,
 	}
 	a := &Authority{scenarios: scs, sendHz: sendHz}
 	a.step = gridStep(now, a.every())
-	a.time = timeOf(a.step)
 	return a, nil
 }
 
@@ -228,10 +226,10 @@ func (a *Authority) stateAge(ids []island.MemberID, last Continue) int64 {
 			newest, any = t, true
 		}
 	}
-	if !any || newest >= a.time {
+	if !any || newest >= a.Time() {
 		return 0
 	}
-	n := (int64(a.time-newest)*StepHz + 500_000) / 1_000_000
+	n := (int64(a.Time()-newest)*StepHz + 500_000) / 1_000_000
 	if n > MaxCatchUp {
 		return 0
 	}
@@ -260,14 +258,14 @@ func (a *Authority) Restart() {
 	var ids []island.MemberID
 	for _, st := range a.stages {
 		for _, is := range st.w.Islands() {
-			a.ctl = append(a.ctl, codec.Forget{Island: is.ID, Time: a.time})
+			a.ctl = append(a.ctl, codec.Forget{Island: is.ID, Time: a.Time()})
 			for _, b := range is.Members {
 				ids = append(ids, b.ID)
 			}
 		}
 	}
 	if len(ids) > 0 {
-		a.ctl = append(a.ctl, codec.Destroy{Time: a.time, IDs: ids})
+		a.ctl = append(a.ctl, codec.Destroy{Time: a.Time(), IDs: ids})
 	}
 	a.gen++
 	a.build()
@@ -308,7 +306,6 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 		a.frames = append(a.frames, st.sampler.Tick()...)
 	}
 	a.step++
-	a.time = timeOf(a.step)
 	ctl = append(ctl, a.ctl...)
 	a.ctl = nil
 	return ctl, a.frames
@@ -317,7 +314,7 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 // Behind returns how many whole steps the authority's time is behind
 // authority time now (µs); 0 when it is not.
 func (a *Authority) Behind(now island.Time) int64 {
-	n := (int64(now) - int64(a.time)) * StepHz / 1_000_000
+	n := (int64(now) - int64(a.Time())) * StepHz / 1_000_000
 	return max(n, 0)
 }
 
@@ -332,7 +329,6 @@ func (a *Authority) Skip(n int64) {
 		return
 	}
 	a.step += n
-	a.time = timeOf(a.step)
 	for _, st := range a.stages {
 		st.w.StepBase += n
 	}
@@ -361,7 +357,7 @@ func (a *Authority) ScenarioOf(id uint32) string {
 }
 
 // Time returns the authority time of the last step, µs.
-func (a *Authority) Time() island.Time { return a.time }
+func (a *Authority) Time() island.Time { return timeOf(a.step) }
 
 // Period returns the broadcast period, µs.
 func (a *Authority) Period() int64 {
