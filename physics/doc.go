@@ -16,9 +16,13 @@
 //     hand-off (HandOff); Segment bumps on teleport (Teleport). An id that
 //     disappears and later returns continues its counters.
 //   - Sampler: every island at a fixed broadcast cadence independent of the
-//     step rate (e.g. 60 Hz step, 20 Hz send); a fresh island (new, changed,
-//     handed off) goes out at once with FlagInitial; Releasing frames mark the
-//     last frame before a hand-off.
+//     step rate (e.g. 60 Hz step, 20 Hz send), on the steps of the
+//     authority's timeline that are a multiple of the steps between
+//     broadcasts (World.StepBase counts the timeline's steps before the
+//     world's first), so worlds built at different times sample at the same
+//     instants; a fresh island (new, changed, handed off) goes out at once
+//     with FlagInitial; Releasing frames mark the last frame before a
+//     hand-off.
 //   - Replica: the observer's kinematic cp twin of the scene. ApplyIsland
 //     poses a whole island in one call; every pose carries its Source (the
 //     frame or frame pair it came from), and Measure reports displayed joint

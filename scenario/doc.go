@@ -8,4 +8,13 @@
 // different scenarios never share an id; Restart rebuilds every world with
 // fresh ids on the same timeline, destroying the old identities and
 // forgetting the old islands.
+//
+// A shard authority (NewShardAuthority) steps only the worlds it gained,
+// for a cluster: it starts on a step of the timeline that is a multiple of
+// the steps between broadcasts, so that every authority of one timeline
+// samples at the same instants; a world it gains continues from the
+// states a Continue gives, first run forward to now when they are at most
+// MaxCatchUp steps old; and one whose steps fell behind the clock moves its
+// time on without stepping (Behind, Skip). It reads no clock itself: the
+// caller passes the timeline's time.
 package scenario
