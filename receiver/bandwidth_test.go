@@ -32,6 +32,9 @@ type lagLoop struct {
 	past  []pastSnap
 	spare map[island.MemberID]quant.State // a map past no longer needs
 	floor *residualCount
+	// packer, once set, counts what a Fiedler-style bit-packer spends on
+	// the same snapshots against the same baselines.
+	packer *packerCount
 }
 
 type pastSnap struct {
@@ -170,10 +173,17 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 				if base == nil || l.floor == nil {
 					continue
 				}
-				if b, ok := base.q[m.ID]; ok {
+				b, ok := base.q[m.ID]
+				if ok {
 					l.floor.add(codec.Residuals(b, q, int64(f.Time-base.t), p))
+					l.packer.add(&b, q)
+				} else {
+					l.packer.add(nil, q)
 				}
 			}
+		}
+		if base != nil && l.packer != nil {
+			l.packer.end()
 		}
 		l.past, l.spare = append(l.past, now), nil
 		if len(l.past) > l.lag+1 { // the oldest's map holds the next snapshot
@@ -219,6 +229,7 @@ func BenchmarkBandwidth(b *testing.B) {
 					sent := l.frames
 					l.ctlBytes, l.upBytes, l.changed, l.largest = 0, 0, 0, 0
 					l.floor = newResidualCount()
+					l.packer = &packerCount{}
 					var bodies, snaps int
 					var bytes int64
 					b.ReportAllocs()
@@ -258,6 +269,12 @@ func BenchmarkBandwidth(b *testing.B) {
 					// what the coder spent on them (index, position, angle and
 					// velocity bits): how far modelling alone could go.
 					b.ReportMetric(l.floor.bits(), "order0-bits/body")
+					// The reference: a Fiedler-style bit-packer on the same
+					// snapshots, without velocities (as in the articles) and
+					// with them.
+					pk, pkv := l.packer.perBody()
+					b.ReportMetric(pk, "packer-bits/body")
+					b.ReportMetric(pkv, "packer-vel-bits/body")
 				})
 			}
 		}
