@@ -23,9 +23,13 @@
 // both through Hooks.
 //
 //   - Crash: a member that stops without a goodbye keeps its shards until
-//     etcd lets its lease go, a TTL after its last keep-alive (plus etcd's
-//     own expiry check, up to half a second); the others then claim them
-//     under new epochs.
+//     its lease goes, a TTL after its last keep-alive; the others then
+//     claim them under new epochs. etcd itself deletes an expired lease's
+//     keys only at its next check, up to half a second later, so Serve
+//     reads every other holder's remaining TTL (every 50 ms; every 20 ms
+//     once under a second is left) and revokes a lease once its readings
+//     prove it expired (reap.go states the rule): within about 0.1 s of
+//     the expiry. A renewed lease is never revoked.
 //   - Fencing: a member fences itself — Fenced closes and Serve loses every
 //     shard — when etcd refuses its keep-alive or none was confirmed for a
 //     TTL counted from when the last confirmed one was sent, so it stops

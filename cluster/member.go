@@ -52,6 +52,9 @@ type Member struct {
 	fenced chan struct{}
 	// abandoned: stopped without a goodbye; Close revokes nothing.
 	abandoned atomic.Bool
+	// What Serve's reaping did: readings of other holders' leases, and
+	// leases it revoked.
+	readings, reaped atomic.Uint64
 
 	mu       sync.Mutex
 	deadline time.Time // the lease is surely alive until then

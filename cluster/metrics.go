@@ -52,6 +52,17 @@ func (m *nodeMetrics) handOff(_ uint32, gap float64) {
 	}
 }
 
+// registerReaped exposes how many other holders' expired leases the
+// member revoked before etcd did.
+func registerReaped(reg prometheus.Registerer, m *Member) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "islandsync", Subsystem: "cluster",
+		Name: "leases_reaped_total", Help: "Expired leases of other shard holders this authority revoked before etcd's own check did."},
+		func() float64 { return float64(m.Reaped()) }))
+}
+
 // registerRelay exposes a relay's counters, read when scraped.
 func registerRelay(reg prometheus.Registerer, r *Relay) {
 	if reg == nil {

@@ -385,6 +385,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 		cfg.Ready(srv)
 	}
 	met := newNodeMetrics(cfg.Registry, Authority)
+	registerReaped(cfg.Registry, m)
 	held := 0
 	apply := func(shard, epoch uint32, gain bool) {
 		r := shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}

@@ -60,6 +60,12 @@ var ErrDrained = errors.New("cluster: member drained")
 // everything (ErrDrained). Every shard it holds is lost (Hooks.Lose) when
 // it returns. shards lists the world's shards.
 func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) error {
+	// Another holder's lease that etcd shows expired is revoked at once
+	// rather than at etcd's next look (reap.go).
+	rctx, stopReap := context.WithCancel(ctx)
+	reaped := make(chan struct{})
+	go func() { m.reap(rctx, t); close(reaped) }()
+	defer func() { stopReap(); <-reaped }()
 	held := map[uint32]uint32{}      // shard → epoch
 	handing := map[uint32]handOver{} // shards released, still stepped until claimed
 	seen := false                    // the table has shown this member's registration

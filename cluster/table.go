@@ -276,6 +276,23 @@ func (t *Table) Held(name string) []uint32 {
 	return out
 }
 
+// Leases returns the distinct etcd leases that hold shards or shards being
+// handed on, in order.
+func (t *Table) Leases() []clientv3.LeaseID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []clientv3.LeaseID
+	for _, m := range []map[uint32]Holding{t.shards, t.handing} {
+		for _, h := range m {
+			if h.Lease != 0 && !slices.Contains(out, h.Lease) {
+				out = append(out, h.Lease)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Changed returns a channel closed at the table's next change.
 func (t *Table) Changed() <-chan struct{} {
 	t.mu.Lock()

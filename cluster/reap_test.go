@@ -1,0 +1,132 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestZeroRun holds the reaping rule to readings at given instants: only
+// an unbroken run of zeros reaching a second and the margin past its
+// first reply proves a lease expired.
+func TestZeroRun(t *testing.T) {
+	type reading struct {
+		at, took time.Duration // request sent at, answered after
+		ttl      int64
+	}
+	// zeros every fast period from 0 to end, answered in 1 ms
+	zeros := func(from, end time.Duration) []reading {
+		var rs []reading
+		for at := from; at <= end; at += reapFast {
+			rs = append(rs, reading{at, time.Millisecond, 0})
+		}
+		return rs
+	}
+	cat := func(parts ...[]reading) []reading {
+		var out []reading
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	proof := time.Second + reapMargin
+	for _, tc := range []struct {
+		name    string
+		granted int64
+		rs      []reading
+		want    int // index of the reading that proves expiry; -1: none
+	}{
+		{"a second and the margin of zeros", 2, zeros(0, proof+reapFast), int((proof + reapFast - 1) / reapFast)},
+		{"short of the margin", 2, zeros(0, proof-reapFast), -1},
+		{"renewed on the way", 2, cat(zeros(0, 500*time.Millisecond), []reading{{520 * time.Millisecond, time.Millisecond, 1}},
+			zeros(540*time.Millisecond, proof)), -1},
+		{"a gap restarts the run", 2, cat(zeros(0, 400*time.Millisecond), zeros(400*time.Millisecond+3*reapFast, proof+300*time.Millisecond)), -1},
+		{"a slow answer ends the run", 2, cat(zeros(0, 500*time.Millisecond), []reading{{520 * time.Millisecond, reapFast + time.Millisecond, 0}},
+			zeros(540*time.Millisecond, proof+400*time.Millisecond)), -1},
+		{"granted under 2 s", 1, zeros(0, 2*proof), -1},
+		{"gone", 2, []reading{{0, time.Millisecond, -1}}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var z zeroRun
+			t0 := time.Unix(1_000_000, 0)
+			got := -1
+			for i, r := range tc.rs {
+				if z.observe(t0.Add(r.at), t0.Add(r.at+r.took), r.ttl, tc.granted) {
+					got = i
+					break
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("proved at reading %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReapSparesTheLiving: a holder whose keep-alives flow, and one whose
+// lease read 0 before it renewed late, keep their leases through many
+// readings of a reaping member; once the late one stops renewing, it is
+// revoked.
+func TestReapSparesTheLiving(t *testing.T) {
+	p, cli := world(t)
+	tb := watchTable(t, cli, p)
+	shards := span(4)
+	alive := join(t, client(t), p, "alive", 2*time.Second)
+	_ = serve(t, alive, watchTable(t, cli, p), shards)
+	until(t, tb, "alive holds every shard", func() bool { return len(tb.Held("alive")) == len(shards) })
+	// A second world member holding one shard under a lease renewed by
+	// hand, late.
+	ctx := context.Background()
+	raw := client(t)
+	g, err := raw.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := shardKey(p, 99)
+	if _, err := raw.Put(ctx, key, "late", clientv3.WithLease(g.ID)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, tb, "the late holder's shard shows", func() bool { _, ok := tb.Shard(99); return ok })
+	// The reaping member is registered as a front, so that the shards stay
+	// where they are.
+	reaper, err := Join(ctx, client(t), Config{Prefix: p, Name: "reaper", Role: Front, TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reaper.Close(context.Background()) })
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { reaper.reap(rctx, tb); close(done) }()
+	defer func() { stop(); <-done }()
+	// Wait until the late lease reads 0 (under a second left), renew it,
+	// and do so three times.
+	look := time.NewTicker(10 * time.Millisecond)
+	defer look.Stop()
+	for range 3 {
+		for r, err := raw.TimeToLive(ctx, g.ID); r == nil || r.TTL > 0; r, err = raw.TimeToLive(ctx, g.ID) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-look.C
+		}
+		if _, err := raw.KeepAliveOnce(ctx, g.ID); err != nil {
+			t.Fatalf("renewing the late lease: %v", err)
+		}
+	}
+	// The living holder's own Serve reaps too.
+	if n := reaper.Reaped() + alive.Reaped(); n != 0 || reaper.readings.Load() < 20 {
+		t.Fatalf("reaped %d leases in %d readings; want none in at least 20", n, reaper.readings.Load())
+	}
+	if len(tb.Held("alive")) != len(shards) {
+		t.Fatal("the living holder lost a shard")
+	}
+	// Now it stops renewing: it goes, by the reaper's hand or etcd's.
+	until(t, tb, "the late holder's shard goes", func() bool { _, ok := tb.Shard(99); return !ok })
+	if len(tb.Held("alive")) != len(shards) {
+		t.Fatal("the living holder lost a shard")
+	}
+	t.Logf("%d readings; leases reaped: %d by the reaper, %d by the living holder (the rest by etcd)",
+		reaper.readings.Load(), reaper.Reaped(), alive.Reaped())
+}
