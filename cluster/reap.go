@@ -102,7 +102,11 @@ func (m *Member) reap(ctx context.Context, t *Table) {
 				delete(runs, l)
 			}
 		}
-		wait.Reset(map[bool]time.Duration{false: reapPoll, true: reapFast}[fast])
+		next := reapPoll
+		if fast {
+			next = reapFast
+		}
+		wait.Reset(next)
 	}
 }
 

