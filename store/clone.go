@@ -8,8 +8,8 @@ import "github.com/islandsync/islandsync/validator"
 // receiver that is copied whole). The view handed out last is not valid in
 // the copy.
 func (s *Store) Clone(auth Authority, ext Extrapolator) *Store {
-	c := &Store{cfg: s.cfg, ext: ext, auth: auth, islands: make(map[uint32]*history, len(s.islands)), stats: s.stats}
-	for id, h := range s.islands {
+	c := &Store{cfg: s.cfg, ext: ext, auth: auth, stats: s.stats}
+	for id, h := range s.islands.All() {
 		g := *h
 		g.frames = make([]*validator.Validated, len(h.frames), max(len(h.frames), s.cfg.History))
 		for i, f := range h.frames {
@@ -24,7 +24,7 @@ func (s *Store) Clone(auth Authority, ext Extrapolator) *Store {
 		g.offsets = append(h.offsets[:0:0], h.offsets...)
 		g.last.Handles = append(h.last.Handles[:0:0], h.last.Handles...)
 		g.last.Poses = append(h.last.Poses[:0:0], h.last.Poses...)
-		c.islands[id] = &g
+		c.islands.Set(id, &g)
 	}
 	return c
 }

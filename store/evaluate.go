@@ -63,7 +63,7 @@ type View struct {
 // local time now (µs, for recovery smoothing). gen is the clock generation,
 // echoed in the view. It returns nil if the island has no history.
 func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) *View {
-	h := s.islands[islandID]
+	h := s.islands.Get(islandID)
 	if h == nil {
 		return nil
 	}
@@ -216,7 +216,7 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 // correction, never a jump. An island with nothing shown yet is evaluated
 // at r as usual. It returns nil if the island has no history.
 func (s *Store) Hold(islandID uint32, r island.Time, now int64, gen uint32) *View {
-	h := s.islands[islandID]
+	h := s.islands.Get(islandID)
 	cut := h != nil && h.haveCut && r >= h.cutAt && h.cutSeg != h.shownSeg && island.SeqNewer(h.cutSeg, h.shownSeg)
 	if h == nil || !h.evaluated || len(h.active()) == 0 || len(h.shown) == 0 || h.last.Mode == Empty || cut {
 		return s.Evaluate(islandID, r, now, gen) // a cut ends the held segment too

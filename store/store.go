@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/islandsync/islandsync/internal/idtable"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/validator"
 )
@@ -135,14 +136,14 @@ type Store struct {
 	cfg     Config
 	ext     Extrapolator
 	auth    Authority
-	islands map[uint32]*history
+	islands idtable.Table[history]
 	view    View
 	stats   Stats
 }
 
 // New returns a store that re-checks versions with auth at commit time.
 func New(cfg Config, auth Authority) *Store {
-	return &Store{cfg: cfg.withDefaults(), auth: auth, islands: make(map[uint32]*history)}
+	return &Store{cfg: cfg.withDefaults(), auth: auth}
 }
 
 // An Extrapolator continues an island past its newest frame as a whole —
@@ -182,7 +183,7 @@ func (s *Store) SetExtrapolator(e Extrapolator) { s.ext = e }
 // time now; the delay until its first committed frame under the new stamp is
 // reported as hand-off latency.
 func (s *Store) LeaseChanged(islandID uint32, now int64) {
-	if h := s.islands[islandID]; h != nil {
+	if h := s.islands.Get(islandID); h != nil {
 		h.leaseAt, h.leaseSeen = now, true
 	}
 }
@@ -202,13 +203,13 @@ func (s *Store) commit(now int64, vf *validator.Validated) CommitResult {
 	if !ok || cur != st {
 		return CommitVersionChanged
 	}
-	h := s.islands[st.Island]
+	h := s.islands.Get(st.Island)
 	if h == nil {
-		if len(s.islands) >= s.cfg.MaxIslands {
+		if s.islands.Len() >= s.cfg.MaxIslands {
 			return CommitNoRoom
 		}
 		h = &history{stamp: st}
-		s.islands[st.Island] = h
+		s.islands.Set(st.Island, h)
 	}
 	if h.stamp != st {
 		if h.stamp.Epoch != st.Epoch && h.leaseSeen {
@@ -323,13 +324,13 @@ func (h *history) invalidate() {
 // the island reports Empty (missing) instead of a pose it no longer has.
 // A cut for an island without a history is remembered for its first one.
 func (s *Store) Cut(islandID uint32, segment uint32, at island.Time) {
-	h := s.islands[islandID]
+	h := s.islands.Get(islandID)
 	if h == nil {
-		if len(s.islands) >= s.cfg.MaxIslands {
+		if s.islands.Len() >= s.cfg.MaxIslands {
 			return
 		}
 		h = &history{}
-		s.islands[islandID] = h
+		s.islands.Set(islandID, h)
 	}
 	if h.haveCut && segment != h.cutSeg && island.SeqNewer(h.cutSeg, segment) {
 		return // an older cut than the one known
@@ -338,15 +339,15 @@ func (s *Store) Cut(islandID uint32, segment uint32, at island.Time) {
 }
 
 // Forget removes an island and its history.
-func (s *Store) Forget(islandID uint32) { delete(s.islands, islandID) }
+func (s *Store) Forget(islandID uint32) { s.islands.Delete(islandID) }
 
 // Reset removes every island and its history; counters are kept.
-func (s *Store) Reset() { clear(s.islands) }
+func (s *Store) Reset() { s.islands.Clear() }
 
 // Frames returns how many frames the island's history holds (a replaced
 // version's still shown included).
 func (s *Store) Frames(islandID uint32) int {
-	if h := s.islands[islandID]; h != nil {
+	if h := s.islands.Get(islandID); h != nil {
 		return len(h.frames) + len(h.prev)
 	}
 	return 0
@@ -377,7 +378,7 @@ func (s Stats) Count(r CommitResult) uint64 { return s.Commits[r] }
 func (s *Store) Stats() Stats {
 	st := s.stats
 	st.BufferedFrames = 0
-	for _, h := range s.islands {
+	for _, h := range s.islands.All() {
 		st.BufferedFrames += len(h.frames) + len(h.prev)
 	}
 	return st

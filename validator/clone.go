@@ -15,15 +15,16 @@ func (r *Registry) Clone() *Registry {
 // and counters — checking identities against reg (a Clone of the
 // original's registry, so that cached handles stay right).
 func (v *Validator) Clone(reg *Registry) *Validator {
-	c := &Validator{reg: reg, maxIslands: v.maxIslands, islands: make(map[uint32]islandEntry, len(v.islands)),
+	c := &Validator{reg: reg, maxIslands: v.maxIslands,
 		nLeases: v.nLeases, nManifests: v.nManifests, counts: v.counts}
-	for id, ie := range v.islands {
+	for id, e0 := range v.islands.All() {
+		ie := *e0
 		if e := ie.man; e != nil {
 			m := e.m
 			m.Members = append(m.Members[:0:0], e.m.Members...)
 			ie.man = &manifestEntry{m: m, digest: e.digest, index: maps.Clone(e.index), handles: append([]Handle(nil), e.handles...)}
 		}
-		c.islands[id] = ie
+		c.islands.Set(id, &ie)
 	}
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/islandsync/islandsync/assembler"
+	"github.com/islandsync/islandsync/internal/idtable"
 	"github.com/islandsync/islandsync/island"
 )
 
@@ -26,7 +27,7 @@ type Validator struct {
 	maxIslands int
 	// islands holds each island's lease and manifest in one entry: a frame
 	// is checked against both with one lookup.
-	islands             map[uint32]islandEntry
+	islands             idtable.Table[islandEntry]
 	nLeases, nManifests int // entries with a lease, with a manifest
 	counts              [NumReasons]uint64
 	out                 Validated
@@ -60,7 +61,7 @@ func New(reg *Registry, cfg Config) *Validator {
 	if cfg.MaxIslands <= 0 {
 		cfg.MaxIslands = DefaultMaxIslands
 	}
-	return &Validator{reg: reg, maxIslands: cfg.MaxIslands, islands: make(map[uint32]islandEntry)}
+	return &Validator{reg: reg, maxIslands: cfg.MaxIslands}
 }
 
 // islandEntry is what the validator knows of one island.
@@ -76,23 +77,28 @@ func (v *Validator) Registry() *Registry { return v.reg }
 // SetLease records the island's current authority (a reliable hand-off
 // announcement). It returns ErrTableFull for a new island beyond the cap.
 func (v *Validator) SetLease(l island.Lease) error {
-	e := v.islands[l.Island]
-	if !e.leased {
+	e := v.islands.Get(l.Island)
+	if e == nil || !e.leased {
 		if v.nLeases >= v.maxIslands {
 			return ErrTableFull
 		}
 		v.nLeases++
 	}
+	if e == nil {
+		e = &islandEntry{}
+		v.islands.Set(l.Island, e)
+	}
 	e.lease, e.leased = l, true
-	v.islands[l.Island] = e
 	v.outStamp = false
 	return nil
 }
 
 // Lease returns the island's current lease.
 func (v *Validator) Lease(islandID uint32) (island.Lease, bool) {
-	e := v.islands[islandID]
-	return e.lease, e.leased
+	if e := v.islands.Get(islandID); e != nil {
+		return e.lease, e.leased
+	}
+	return island.Lease{}, false
 }
 
 // ErrBadManifest reports a manifest with no or repeated members.
@@ -106,8 +112,8 @@ func (v *Validator) SetManifest(m island.Manifest) error {
 	if len(m.Members) == 0 {
 		return fmt.Errorf("%w: no members", ErrBadManifest)
 	}
-	ie := v.islands[m.Island]
-	if ie.man == nil && v.nManifests >= v.maxIslands {
+	ie := v.islands.Get(m.Island)
+	if (ie == nil || ie.man == nil) && v.nManifests >= v.maxIslands {
 		return ErrTableFull
 	}
 	e := &manifestEntry{m: m, index: make(map[island.MemberID]int, len(m.Members)), handles: make([]Handle, len(m.Members))}
@@ -119,11 +125,14 @@ func (v *Validator) SetManifest(m island.Manifest) error {
 		e.index[id] = i
 	}
 	e.digest = e.m.Digest()
+	if ie == nil {
+		ie = &islandEntry{}
+		v.islands.Set(m.Island, ie)
+	}
 	if ie.man == nil {
 		v.nManifests++
 	}
 	ie.man = e
-	v.islands[m.Island] = ie
 	v.outStamp = false
 	return nil
 }
@@ -131,23 +140,23 @@ func (v *Validator) SetManifest(m island.Manifest) error {
 // Manifest returns the island's current manifest; its member list is the
 // validator's and must not be changed.
 func (v *Validator) Manifest(islandID uint32) (island.Manifest, bool) {
-	if e := v.islands[islandID].man; e != nil {
-		return e.m, true
+	if ie := v.islands.Get(islandID); ie != nil && ie.man != nil {
+		return ie.man.m, true
 	}
 	return island.Manifest{}, false
 }
 
 // Reset forgets every lease and manifest; counters are kept.
 func (v *Validator) Reset() {
-	clear(v.islands)
+	v.islands.Clear()
 	v.nLeases, v.nManifests = 0, 0
 	v.outStamp = false
 }
 
 // Forget removes an island's lease and manifest (the island dissolved).
 func (v *Validator) Forget(islandID uint32) {
-	e, ok := v.islands[islandID]
-	if !ok {
+	e := v.islands.Get(islandID)
+	if e == nil {
 		return
 	}
 	if e.leased {
@@ -156,7 +165,7 @@ func (v *Validator) Forget(islandID uint32) {
 	if e.man != nil {
 		v.nManifests--
 	}
-	delete(v.islands, islandID)
+	v.islands.Delete(islandID)
 	v.outStamp = false
 }
 
@@ -166,11 +175,11 @@ func (v *Validator) Stamp(islandID uint32) (Stamp, bool) {
 	if v.outStamp && v.out.stamp.Island == islandID {
 		return v.out.stamp, true
 	}
-	ie := v.islands[islandID]
-	l, e := ie.lease, ie.man
-	if !ie.leased || e == nil {
+	ie := v.islands.Get(islandID)
+	if ie == nil || !ie.leased || ie.man == nil {
 		return Stamp{}, false
 	}
+	l, e := ie.lease, ie.man
 	return Stamp{Island: islandID, Epoch: l.Epoch, Owner: l.Owner, Topology: e.m.Topology, Config: e.m.Config, Manifest: e.digest}, true
 }
 
@@ -265,11 +274,11 @@ func (v *Validator) validateStates(h *Header, ids []island.MemberID, states []is
 // manifest and readies the output for its members; the stamp and key of the
 // output are set, its time, segment, flags and members are the caller's.
 func (v *Validator) begin(sender island.SenderID, k island.Key, n int) (*manifestEntry, Reason) {
-	ie := v.islands[k.Island]
-	l := ie.lease
-	if !ie.leased {
+	ie := v.islands.Get(k.Island)
+	if ie == nil || !ie.leased {
 		return nil, NoLease
 	}
+	l := &ie.lease
 	switch {
 	case k.Epoch != l.Epoch && island.SeqNewer(l.Epoch, k.Epoch):
 		return nil, StaleEpoch
