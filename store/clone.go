@@ -21,6 +21,7 @@ func (s *Store) Clone(auth Authority, ext Extrapolator) *Store {
 		}
 		g.spare = nil
 		g.shown = append(h.shown[:0:0], h.shown...)
+		g.shownBy = append(h.shownBy[:0:0], h.shownBy...)
 		g.offsets = append(h.offsets[:0:0], h.offsets...)
 		g.last.Handles = append(h.last.Handles[:0:0], h.last.Handles...)
 		g.last.Poses = append(h.last.Poses[:0:0], h.last.Poses...)

@@ -188,6 +188,7 @@ func (s *Store) Evaluate(islandID uint32, r island.Time, now int64, gen uint32) 
 		}
 	}
 	h.shown = append(h.shown[:0], v.Poses...)
+	h.shownBy = append(h.shownBy[:0], v.Handles...)
 	h.mode = v.Mode
 	h.shownSeg = v.Segment
 	h.held = false
@@ -222,14 +223,11 @@ func (s *Store) Hold(islandID uint32, r island.Time, now int64, gen uint32) *Vie
 		return s.Evaluate(islandID, r, now, gen) // a cut ends the held segment too
 	}
 	v := &s.view
-	handles, poses := v.Handles[:0], append(v.Poses[:0], h.shown...)
+	// The members of the poses shown, not of the newest frame: a version
+	// committed since may list other members, or the same in another order.
+	handles, poses := append(v.Handles[:0], h.shownBy...), append(v.Poses[:0], h.shown...)
 	*v = h.last
-	v.Poses = poses
-	src := h.active()[len(h.active())-1]
-	for i := 0; i < src.Len(); i++ {
-		handles = append(handles, src.Handle(i))
-	}
-	v.Handles = handles
+	v.Poses, v.Handles = poses, handles
 	s.account(h, v, now)
 	h.held = true
 	return v

@@ -118,6 +118,39 @@ func TestFreezeHoldsPoses(t *testing.T) {
 	}
 }
 
+// TestHoldAcrossNewTopology: the clock froze with a 2-member island shown
+// (members 1 and 2 at 1.0 and 2.0 m). While frozen, the island changes
+// topology: member 3 joins, and the new version's manifest lists it first.
+// Held, the view is the one shown — two poses, each beside the handle it
+// was shown for — never the new version's three handles beside two poses.
+func TestHoldAcrossNewTopology(t *testing.T) {
+	w := newWorld(t, 2, Config{})
+	xs := func(i int) island.State { return island.State{X: float64(i + 1)} }
+	w.commit(t, 0, w.frame(850*msT, 0, xs))
+	w.commit(t, 0, w.frame(900*msT, 0, xs))
+	v := w.s.Evaluate(7, 900*msT, 0, 1)
+	shown := append([]validator.Handle(nil), v.Handles...)
+	third := island.MemberID{Stable: 3}
+	if _, err := w.v.Registry().Announce(third); err != nil {
+		t.Fatal(err)
+	}
+	w.man.Topology++
+	w.man.Members = append([]island.MemberID{third}, w.man.Members...)
+	if err := w.v.SetManifest(w.man); err != nil {
+		t.Fatal(err)
+	}
+	w.commit(t, 10_000, w.frame(950*msT, 0, func(i int) island.State { return island.State{X: float64(10 + i)} }))
+	v = w.s.Hold(7, 900*msT, 20_000, 1)
+	if len(v.Handles) != len(v.Poses) || len(v.Poses) != 2 {
+		t.Fatalf("held view: %d handles beside %d poses, want 2 and 2", len(v.Handles), len(v.Poses))
+	}
+	for i := range v.Poses {
+		if v.Handles[i] != shown[i] || v.Poses[i].X != float64(i+1) {
+			t.Fatalf("held member %d: handle %v at x=%v, want %v at %v", i, v.Handles[i], v.Poses[i].X, shown[i], i+1)
+		}
+	}
+}
+
 // TestLateTick: ticks (100, seg 0, x 0) (104, seg 1, x 102) (106, seg 1,
 // x 104) are held and tick 103 shown (102, the right frame of a cut); then
 // tick 102 (seg 0, x 2) arrives late: refused as late, and tick 103 still

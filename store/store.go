@@ -107,9 +107,10 @@ type history struct {
 	onPrev bool
 	// playout state
 	mode       Mode
-	shown      []island.State // last poses handed out
-	offsets    []island.State // recovery offsets (x, y, angle used)
-	smoothFrom int64          // local time the decay started
+	shown      []island.State     // last poses handed out
+	shownBy    []validator.Handle // the members those poses are of, in the same order
+	offsets    []island.State     // recovery offsets (x, y, angle used)
+	smoothFrom int64              // local time the decay started
 	smoothing  bool
 	lastEval   int64
 	evaluated  bool
@@ -295,7 +296,7 @@ func (h *history) dropPrev() {
 	h.smoothing = false
 	h.evaluated = false
 	h.held = false
-	h.shown = h.shown[:0]
+	h.shown, h.shownBy = h.shown[:0], h.shownBy[:0]
 }
 
 // active is the frames the last view came from.
