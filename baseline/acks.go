@@ -92,6 +92,7 @@ type Sender struct {
 	maxIslands int
 	ring       [Remembered]sentPacket
 	cur        *sentPacket
+	loss       lossMeter
 }
 
 // NewSender returns a sender that tracks at most maxIslands islands (0
@@ -154,6 +155,7 @@ func (s *Sender) Release() {
 		delete(s.tracks, id)
 	}
 	s.cur = nil
+	s.loss = lossMeter{}
 }
 
 // Packet starts recording datagram n: the frames Carried reports next went
@@ -166,6 +168,7 @@ func (s *Sender) Packet(n uint32) {
 	clear(p.carried)
 	p.num, p.live, p.carried = n, true, p.carried[:0]
 	s.cur = p
+	s.loss.packet(n)
 }
 
 // Carried records that the current datagram carried frame t of the island
@@ -188,6 +191,7 @@ func (s *Sender) Received(newest uint32, prior uint64) {
 	for ; prior != 0; prior &= prior - 1 {
 		s.confirm(newest - 1 - uint32(bits.TrailingZeros64(prior)))
 	}
+	s.loss.judge(newest, &s.ring)
 }
 
 func (s *Sender) confirm(n uint32) {
@@ -248,7 +252,7 @@ func (tr *Track) Refused(next uint32) {
 // copied, once each, out of any pool, so that the copy and the original
 // count nothing in common and may be driven apart.
 func (s *Sender) Clone() *Sender {
-	c := &Sender{tracks: make(map[uint32]*Track, len(s.tracks)), maxIslands: s.maxIslands}
+	c := &Sender{tracks: make(map[uint32]*Track, len(s.tracks)), maxIslands: s.maxIslands, loss: s.loss}
 	copies := map[*Table]*Table{}
 	own := func(t *Table) *Table {
 		if t == nil || t.pool == nil {

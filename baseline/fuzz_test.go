@@ -57,6 +57,9 @@ func FuzzAcks(f *testing.F) {
 		var pool Pool
 		var made []*Table // every table the pool made
 		check := func(op byte) {
+			if l := s.Loss(); !(l >= 0 && l <= 1) {
+				t.Fatalf("op %d: loss estimate %v", op, l)
+			}
 			count := map[*Table]int{}
 			for _, tr := range s.tracks {
 				count[tr.acked]++

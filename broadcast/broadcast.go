@@ -60,11 +60,16 @@ type Config struct {
 	// rigid precision (1/512 m, 2⁻¹² turn) for every island; only the game
 	// makes one loose.
 	Class func(islandID uint32, members int) quant.Class
-	// Parity is how many Reed–Solomon parity records every frame cut into
+	// Parity is how many Reed–Solomon parity records a frame cut into
 	// 2 … codec.MaxParityFragments fragments carries (wire 3): any
-	// Fragments of its Fragments+Parity records complete it. Zero means
-	// DefaultParity; negative means none; at most codec.MaxParity.
+	// Fragments of its Fragments+Parity records complete it. An observer
+	// whose confirmations showed CleanAfter datagrams in a row received
+	// is sent none until one is lost, unless FixedParity is set. Zero
+	// means DefaultParity; negative means none; at most codec.MaxParity.
 	Parity int
+	// FixedParity spends Parity records on every fragmented frame to every
+	// observer, whatever its path loses.
+	FixedParity bool
 	// StampHistory is how many of each island's newest frames are kept to
 	// judge observers' view stamps (CheckStamp; package stamp): 64 keeps
 	// 3.2 s at 20 Hz. Zero keeps none and CheckStamp refuses every stamp

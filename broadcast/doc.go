@@ -13,9 +13,13 @@
 // alike (islands built the same way share one): the broadcaster keeps each
 // observer's table of held descriptions by the rule codec.PhysicsCache
 // states, digests only. A frame cut into
-// several datagrams carries DefaultParity Reed–Solomon parity records
+// several datagrams carries up to DefaultParity Reed–Solomon parity records
 // (Config.Parity): the frame still completes when up to that many of its
-// datagrams are lost. Every island is quantized at rigid precision
+// datagrams are lost. An observer whose own confirmations
+// showed CleanAfter datagrams in a row received is sent none — on a clean
+// path parity would only double a big frame's bytes — until one is lost,
+// and none while its budget is short (Config.FixedParity spends them
+// whatever the path). Every island is quantized at rigid precision
 // (1/512 m, 2⁻¹² turn; DefaultClass) unless the game makes it decoration
 // with SetClass or Config.Class (quant.Loose: 1/128 m, 2⁻⁹ turn). On wire 1 each
 // broadcast is encoded once per distinct datagram cap and subscription and

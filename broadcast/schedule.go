@@ -148,6 +148,14 @@ type ObserverBudget struct {
 	// Interest is how many islands are in its interest when it subscribed
 	// to regions; 0 otherwise.
 	Interest int
+	// Parity is the parity records each frame cut into several datagrams
+	// carried: Config.Parity, or 0 on a clean path (CleanAfter) or while
+	// the budget is short.
+	Parity int
+	// Loss is the share (0–1) of the observer's datagrams its
+	// confirmations show lost, averaged over about the last 64:
+	// baseline.InitialLoss until 32 more were sent after its first.
+	Loss float64
 }
 
 // SetPathRate tells the broadcaster what observer id's path carries now,

@@ -227,14 +227,19 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		enc := b.wireEncoder(o.maxDatagram)
 		enc.Begin(o.packet, b.seq, t)
 		budget := b.budgetOf(o)
-		// Parity is spent only while the budget has room: for a second
-		// after a broadcast left frames out the path is taken to be short
-		// of bytes, and parity would take them from frames.
-		short := budget > 0 && int32(b.seq-o.shortUntil) < 0
-		if short {
-			_ = enc.SetParity(0)
+		// Parity is spent as the path's loss calls for, and only while the
+		// budget has room: for a second after a broadcast left frames out
+		// the path is taken to be short of bytes, and parity would take
+		// them from frames.
+		parity := b.cfg.Parity
+		if !b.cfg.FixedParity && o.snd.Clean() >= CleanAfter {
+			parity = 0
 		}
-		o.budget = ObserverBudget{Budget: budget, Interest: len(o.inside)}
+		if budget > 0 && int32(b.seq-o.shortUntil) < 0 {
+			parity = 0
+		}
+		_ = enc.SetParity(parity)
+		o.budget = ObserverBudget{Budget: budget, Interest: len(o.inside), Parity: parity, Loss: o.snd.Loss()}
 		if budget > 0 {
 			o.budget.Deferred, o.budget.OldestAge = b.schedule(o, budget)
 			b.stats.Deferred += uint64(o.budget.Deferred)
@@ -283,9 +288,7 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 			}
 		}
 		dgs := enc.Datagrams()
-		if short {
-			_ = enc.SetParity(b.cfg.Parity)
-		}
+		_ = enc.SetParity(b.cfg.Parity)
 		if budget > 0 {
 			for _, d := range dgs {
 				o.budget.Sent += len(d)
@@ -298,6 +301,13 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		b.share(b.one[:], dgs, func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
 	}
 }
+
+// CleanAfter is how many datagrams in a row an observer's confirmations
+// must show received before its frames go without parity: about 3 s of the
+// 240-link chain at 20 Hz. One judged lost brings parity back at once.
+// Parity only on a path that loses: without loss it would double a big
+// frame's bytes for nothing.
+const CleanAfter = 256
 
 // deltaBase returns the baseline q's frame goes to o's island entry oi as
 // a delta against; nil when it goes whole (no usable baseline, a keyframe

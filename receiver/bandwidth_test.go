@@ -35,6 +35,10 @@ type lagLoop struct {
 	// packer, once set, counts what a Fiedler-style bit-packer spends on
 	// the same snapshots against the same baselines.
 	packer *packerCount
+	// drop, when set, says which datagrams (numbered in the order sent,
+	// from 0) the path loses.
+	drop func(n int) bool
+	sent int
 }
 
 type pastSnap struct {
@@ -145,7 +149,9 @@ func (l *lagLoop) snapshot() (bodies int, bytes int64) {
 		}
 		for _, d := range l.dgs {
 			bytes += int64(len(d.Bytes))
-			l.rx.Datagram(l.now, d.Bytes)
+			if l.sent++; l.drop == nil || !l.drop(l.sent-1) {
+				l.rx.Datagram(l.now, d.Bytes)
+			}
 		}
 		l.rx.Render(l.now)
 		if len(frames) == 0 {

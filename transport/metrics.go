@@ -61,6 +61,12 @@ type Metrics struct {
 	// broadcast.
 	OldestIslandAge    prometheus.Histogram
 	OldestIslandAgeMax prometheus.Gauge
+	// DatagramLoss is, at every broadcast, per observer, the share of its
+	// datagrams its confirmations show lost (baseline.Sender.Loss);
+	// ParityBroadcasts counts the broadcasts to observers that carried
+	// parity on their fragmented frames (none go to a clean path).
+	DatagramLoss     prometheus.Histogram
+	ParityBroadcasts prometheus.Counter
 	// Steps counts the authority's steps; Broadcasts the steps that
 	// sampled at least one frame. A server that keeps up takes its step
 	// rate (60 a second) and the broadcast rate; with
@@ -115,6 +121,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10}}),
 		OldestIslandAgeMax: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "islandsync", Name: "observer_oldest_island_age_max_seconds",
 			Help: "The largest observer_oldest_island_age_seconds at the last broadcast."}),
+		DatagramLoss: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Name: "observer_datagram_loss_ratio",
+			Help:    "At every broadcast, per observer: the share of its datagrams its confirmations show lost, over about the last 64.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}}),
+		ParityBroadcasts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "observer_parity_broadcasts_total",
+			Help: "Broadcasts to an observer whose fragmented frames carried parity records (none go to a path that lost nothing lately)."}),
 		Steps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "steps_total",
 			Help: "Authority steps taken (60 a second when the server keeps up)."}),
 		Broadcasts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "broadcasts_total",
@@ -123,7 +134,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.Observers, m.DatagramsSent, m.BytesSent, m.FramesDropped, m.DatagramsSlow, m.Rejects,
 		m.HandshakesFailed, m.JoinsRefused, m.TokensRefused, m.Closes, m.QueueAge, m.QueueAgeMax,
 		m.DatagramWait, m.FramesLate, m.Budget, m.BudgetUsed, m.FramesDeferred, m.OldestIslandAge, m.OldestIslandAgeMax,
-		m.Steps, m.Broadcasts,
+		m.DatagramLoss, m.ParityBroadcasts, m.Steps, m.Broadcasts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -212,6 +223,10 @@ func (m *Metrics) budget(b broadcast.ObserverBudget, period time.Duration) {
 	age := float64(b.OldestAge) * period.Seconds()
 	m.OldestIslandAge.Observe(age)
 	m.oldest = max(m.oldest, age)
+	m.DatagramLoss.Observe(b.Loss)
+	if b.Parity > 0 {
+		m.ParityBroadcasts.Inc()
+	}
 }
 
 // queueAges records one broadcast's observer queue ages, in seconds.

@@ -65,9 +65,12 @@ type ServerConfig struct {
 	// Wire is the datagram format (see broadcast.Config.Wire). Zero means 3.
 	Wire int
 	// Parity is the Reed–Solomon parity records each fragmented frame
-	// carries (see broadcast.Config.Parity). Zero means
-	// broadcast.DefaultParity; negative means none.
+	// carries to an observer whose path loses (see broadcast.Config.Parity).
+	// Zero means broadcast.DefaultParity; negative means none.
 	Parity int
+	// FixedParity sends Parity records to every observer, also to one
+	// whose path lost nothing lately (broadcast.Config.FixedParity).
+	FixedParity bool
 	// Class picks each island's constraint class, and so its quantization
 	// (see broadcast.Config.Class); it is called on the server's step
 	// goroutine, the one that calls Source.Step. Nil means
@@ -202,7 +205,7 @@ func Listen(src Source, cfg ServerConfig) (*Server, error) {
 	if cfg.Timeline == 0 {
 		cfg.Timeline = randomTimeline()
 	}
-	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire, Parity: cfg.Parity, Class: cfg.Class,
+	bc, err := broadcast.New(broadcast.Config{Timeline: cfg.Timeline, SendPeriod: src.Period(), MaxObservers: cfg.MaxObservers, Wire: cfg.Wire, Parity: cfg.Parity, FixedParity: cfg.FixedParity, Class: cfg.Class,
 		ObserverKbps: cfg.ObserverKbps, ServerKbps: cfg.ServerKbps})
 	if err != nil {
 		return nil, err

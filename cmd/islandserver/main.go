@@ -70,7 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		hz       = fs.Int("hz", 20, fmt.Sprintf("broadcast rate per island, 1–%d", scenario.StepHz))
 		cycle    = fs.Duration("cycle", 20*time.Second, "rebuild the scenarios this often (fresh bodies, same timeline); 0 never")
 		idle     = fs.Duration("idle-timeout", 10*time.Second, "close connections silent this long")
-		parity   = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams, 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
+		parity   = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams, none to an observer whose path lost nothing lately, 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
+		fixedPar = fs.Bool("fixed-parity", false, "send -parity records to every observer, also to one whose path lost nothing lately")
 		budget   = fs.Int("budget", 0, "kbit/s each observer may be sent at most; 0: no cap of its own (its path's budget still holds)")
 		total    = fs.Int("server-budget", 0, "kbit/s all observers together may be sent at most, shared evenly; 0: no cap")
 		fixed    = fs.Bool("fixed-rate", false, "send every frame to every observer whatever its path carries (no budget from QUIC's congestion window, no pacing)")
@@ -225,7 +226,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		nc := cluster.NodeConfig{Client: cli, Prefix: *world, Name: *name, TTL: *leaseTTL, Scenarios: scs, Hz: *hz,
 			Fingerprint: fingerprint, Logger: log, Registry: reg,
 			Server: transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert), MaxObservers: *maxObs,
-				IdleTimeout: *idle, Metrics: transport.NewMetrics(reg), Parity: parityOf(*parity),
+				IdleTimeout: *idle, Metrics: transport.NewMetrics(reg), Parity: parityOf(*parity), FixedParity: *fixedPar,
 				SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys,
 				ObserverKbps: *budget, ServerKbps: *total, FixedRate: *fixed}}
 		nc.Dial, nc.UplinkListen = *dialOut, *uplinkAt
@@ -249,7 +250,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := prometheus.NewRegistry()
 	m := transport.NewMetrics(reg)
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: *listen, TLS: transport.ServerTLS(cert),
-		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz, Parity: par,
+		MaxObservers: *maxObs, IdleTimeout: *idle, Logger: log, Metrics: m, StepRate: scenario.StepHz, Parity: par, FixedParity: *fixedPar,
 		SubscribeTimeout: *subWait, StallTimeout: *stall, TokenKeys: tokenKeys,
 		Class: classes(auth, decoration), ObserverKbps: *budget, ServerKbps: *total, FixedRate: *fixed})
 	if err != nil {
