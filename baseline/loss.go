@@ -96,6 +96,3 @@ func (s *Sender) Loss() float64 {
 // observer's confirmations show received: 0 when the newest judged was
 // lost, or none was judged.
 func (s *Sender) Clean() uint64 { return s.loss.clean }
-
-// LossCounts returns how many datagrams were judged lost and received.
-func (s *Sender) LossCounts() (lost, received uint64) { return s.loss.lost, s.loss.got }

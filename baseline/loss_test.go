@@ -32,7 +32,7 @@ func TestLossEstimate(t *testing.T) {
 		t.Fatalf("before any datagram: %v, want %v", got, InitialLoss)
 	}
 	lossRun(s, a, 1000, 600, func(uint32) bool { return true })
-	if lost, got := s.LossCounts(); lost != 0 || got != 600-LossHorizon {
+	if lost, got := s.loss.lost, s.loss.got; lost != 0 || got != 600-LossHorizon {
 		t.Fatalf("clean: %d lost, %d received, want 0 and %d", lost, got, 600-LossHorizon)
 	}
 	if p := s.Loss(); p > 0.0005 {
@@ -43,7 +43,7 @@ func TestLossEstimate(t *testing.T) {
 		t.Fatalf("every tenth lost: estimated at %v", p)
 	}
 	// Judged through 2599 − LossHorizon: the tenths of 1600 … 2567.
-	if lost, _ := s.LossCounts(); lost != 97 {
+	if lost, _ := s.loss.lost, s.loss.got; lost != 97 {
 		t.Fatalf("every tenth of 1,000 lost: %d judged lost, want 97", lost)
 	}
 
@@ -59,7 +59,7 @@ func TestLossEstimate(t *testing.T) {
 			r.Received(newest, prior)
 		}
 	}
-	if lost, _ := r.LossCounts(); lost != 0 {
+	if lost, _ := r.loss.lost, r.loss.got; lost != 0 {
 		t.Fatalf("late by 20: %d judged lost", lost)
 	}
 
@@ -69,14 +69,14 @@ func TestLossEstimate(t *testing.T) {
 		f.Packet(d)
 	}
 	f.Received(1_000_000, 0)
-	if lost, got := f.LossCounts(); lost+got != 0 {
+	if lost, got := f.loss.lost, f.loss.got; lost+got != 0 {
 		t.Fatalf("10 sent, a confirmation of 1,000,000: %d lost and %d received judged, want none (within %d of the newest sent)", lost, got, LossHorizon)
 	}
 	for d := uint32(10); d < 100; d++ {
 		f.Packet(d)
 	}
 	f.Received(99, 0)
-	if lost, got := f.LossCounts(); lost != 100-LossHorizon || got != 0 {
+	if lost, got := f.loss.lost, f.loss.got; lost != 100-LossHorizon || got != 0 {
 		t.Fatalf("100 sent, none confirmed: %d lost, %d received, want %d and 0", lost, got, 100-LossHorizon)
 	}
 }
@@ -90,7 +90,7 @@ func TestLossForgetsWhatTheRingForgot(t *testing.T) {
 		s.Packet(d)
 	}
 	s.Received(999, ^uint64(0))
-	lost, got := s.LossCounts()
+	lost, got := s.loss.lost, s.loss.got
 	if lost+got > Remembered {
 		t.Fatalf("%d judged from a ring of %d", lost+got, Remembered)
 	}

@@ -227,10 +227,10 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		enc := b.wireEncoder(o.maxDatagram)
 		enc.Begin(o.packet, b.seq, t)
 		budget := b.budgetOf(o)
-		// Parity is spent as the path's loss calls for, and only while the
-		// budget has room: for a second after a broadcast left frames out
-		// the path is taken to be short of bytes, and parity would take
-		// them from frames.
+		// Parity goes only to a path that lost a datagram lately
+		// (CleanAfter), and only while the budget has room: for a second
+		// after a broadcast left frames out the path is taken to be short
+		// of bytes, and parity would take them from frames.
 		parity := b.cfg.Parity
 		if !b.cfg.FixedParity && o.snd.Clean() >= CleanAfter {
 			parity = 0
