@@ -154,7 +154,8 @@ type ObserverBudget struct {
 	Parity int
 	// Loss is the share (0–1) of the observer's datagrams its
 	// confirmations show lost, averaged over about the last 64:
-	// baseline.InitialLoss until 32 more were sent after its first.
+	// baseline.InitialLoss until a confirmation names a datagram
+	// baseline.LossHorizon newer than its first.
 	Loss float64
 }
 
