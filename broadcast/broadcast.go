@@ -64,11 +64,13 @@ type Config struct {
 	// 2 … codec.MaxParityFragments fragments carries (wire 3): any
 	// Fragments of its Fragments+Parity records complete it. An observer
 	// whose confirmations showed CleanAfter datagrams in a row received
-	// is sent none until one is lost, unless FixedParity is set. Zero
+	// is sent none until one is lost, and an observer under a budget only
+	// as many as fit beside its frames, unless FixedParity is set. Zero
 	// means DefaultParity; negative means none; at most codec.MaxParity.
 	Parity int
 	// FixedParity spends Parity records on every fragmented frame to every
-	// observer, whatever its path loses.
+	// observer whatever its path loses; under a budget, only as many as
+	// fit beside its frames still go.
 	FixedParity bool
 	// StampHistory is how many of each island's newest frames are kept to
 	// judge observers' view stamps (CheckStamp; package stamp): 64 keeps
@@ -144,6 +146,7 @@ type observer struct {
 	needIdents  bool                  // joined, not yet subscribed: the identity catch-up is still to come
 	ctlOwed     int                   // control bytes queued since its last broadcast: its budget pays them
 	shortUntil  uint32                // its budget is short of bytes (no parity) until this broadcast sequence
+	picked      int                   // how many of cands the last schedule picked: cands[:picked]
 	bucket      bucket                // its byte budget (wire 3)
 	cands       []cand                // broadcastQuant's scratch
 	budget      ObserverBudget        // what the last broadcast to it did

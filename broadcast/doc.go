@@ -17,9 +17,12 @@
 // (Config.Parity): the frame still completes when up to that many of its
 // datagrams are lost. An observer whose own confirmations
 // showed CleanAfter datagrams in a row received is sent none — on a clean
-// path parity would only double a big frame's bytes — until one is lost,
-// and none while its budget is short (Config.FixedParity spends them
-// whatever the path). Every island is quantized at rigid precision
+// path parity would only double a big frame's bytes — until one is lost.
+// Under a budget, parity is paid from what the broadcast's frames leave of
+// it: as many records per fragmented frame (up to Config.Parity) as fit,
+// never a frame left out for parity, and none for a second after the
+// budget left a frame out (Config.FixedParity spends them whatever the
+// path loses). Every island is quantized at rigid precision
 // (1/512 m, 2⁻¹² turn; DefaultClass) unless the game makes it decoration
 // with SetClass or Config.Class (quant.Loose: 1/128 m, 2⁻⁹ turn). On wire 1 each
 // broadcast is encoded once per distinct datagram cap and subscription and

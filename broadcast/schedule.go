@@ -32,6 +32,11 @@ import (
 //     not saved up for a burst, and what a frame overdrew is paid back
 //     before anything else goes. So over any run of broadcasts the bytes
 //     sent stay within the budget's sum plus one frame.
+//   - Frames are estimated by their data alone. Parity records (Config.
+//     Parity) are paid from what the frames picked leave of the credit:
+//     each fragmented frame carries as many as fit, all of them alike, up
+//     to the configured count; none for shortFor broadcasts after the
+//     budget left a frame out. Parity never takes a frame's place.
 //   - A frame passed over is not encoded at all — not sent late: the next
 //     broadcast codes that island's newer frame, against whatever baseline
 //     the observer still holds (a keyframe when none).
@@ -77,15 +82,18 @@ type bucket struct {
 	// units; 0 means 1024, not learnt yet).
 	scale   int
 	planned int // the estimates of the frames picked this broadcast, bytes
+	spare   int // what plan left of the credit after the frames it picked, bytes (corrected estimates); negative when the first frame overdrew it
 }
 
 // refill adds one broadcast's budget, keeping at most that much.
 func (k *bucket) refill(budget int) { k.credit = min(k.credit+budget, budget) }
 
-// spend takes the n bytes this broadcast's frames took, and learns from
-// them how far off their estimates were.
-func (k *bucket) spend(n int) {
+// spend takes the n bytes this broadcast took, parity among them, and
+// learns from the frames' own bytes (n less parity) how far off their
+// estimates were.
+func (k *bucket) spend(n, parity int) {
 	k.credit -= n
+	n -= parity
 	if k.planned > 0 {
 		r := min(n*1024/k.planned, 8*1024) // this broadcast's ratio, at most 8
 		if k.scale == 0 {
@@ -126,7 +134,33 @@ func (k *bucket) plan(cs []cand) int {
 			n++
 		}
 	}
+	k.spare = left
 	return n
+}
+
+// parityFits returns how many of want parity records per fragmented frame
+// the frames picked this broadcast (cs) can carry within what their
+// estimates left of the credit. A frame whose corrected estimate exceeds
+// one datagram of maxDatagram bytes is cut into that many fragments, and
+// each of its parity records is about one fragment long. Parity only from
+// bytes the frames leave: on a path short of bytes it would take them from
+// frames, or queue them to arrive late.
+func (k *bucket) parityFits(cs []cand, want, maxDatagram int) int {
+	if want <= 0 || maxDatagram <= 0 {
+		return 0
+	}
+	one := 0 // bytes of one parity record for every fragmented frame
+	for _, c := range cs {
+		size := k.scaled(c.size)
+		if size > maxDatagram {
+			parts := (size + maxDatagram - 1) / maxDatagram
+			one += (size + parts - 1) / parts
+		}
+	}
+	if one == 0 {
+		return want // nothing fragmented: parity costs nothing
+	}
+	return max(min(want, k.spare/one), 0)
 }
 
 // ObserverBudget is what the last broadcast to one observer did under its
@@ -293,6 +327,7 @@ func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
 		o.cands = append(o.cands, cand{prio: oi.prio, size: size, isl: q.f.Key.Island, i: i})
 	}
 	n := o.bucket.plan(o.cands)
+	o.picked = n
 	for _, c := range o.cands[:n] {
 		oi := o.hint[c.i]
 		oi.pick, oi.prio, oi.sentSeq = true, 0, b.seq

@@ -35,7 +35,7 @@ func simulate(imp []float64, size []int, budget, rounds int) (wait []int, sent [
 			last[c.i] = r
 			bytes += c.size
 		}
-		k.spend(bytes)
+		k.spend(bytes, 0)
 		sent = append(sent, bytes)
 	}
 	for i := range n {
@@ -114,7 +114,7 @@ func TestImportanceShares(t *testing.T) {
 			prio[c.i] = 0
 			count[c.i]++
 		}
-		k.spend(100 * n)
+		k.spend(100*n, 0)
 	}
 	t.Logf("importances %v: sent %v", imp, count)
 	for i := range imp {
@@ -129,39 +129,71 @@ func TestImportanceShares(t *testing.T) {
 	}
 }
 
-// TestNoParityWhenShort: a 1,500-body frame cut into fragments goes with
-// its parity records while the budget has room. Held to about 60 % of what
-// frame and parity take, the budget leaves frames out; from then on, for a
-// second (20 broadcasts), the frames that go carry no parity — and go more
-// often for it.
-func TestNoParityWhenShort(t *testing.T) {
+// TestParityFitsBudget: a 1,500-body frame cut into fragments goes with
+// as many parity records as what its data leaves of the budget pays for —
+// both with room for both, one with room for one, none with room for
+// none — and the frame itself goes every broadcast all along. After the
+// budget left a frame out, no parity goes for a second (20 broadcasts)
+// even once the budget has room again.
+func TestParityFitsBudget(t *testing.T) {
 	dec, _ := codec.NewDecoder(codec.Config{})
-	bc, chain := chainObserver(t, Config{ObserverKbps: 100_000})
+	bc, chain := chainObserver(t, Config{ObserverKbps: 100_000, KeyframeEvery: 1000})
 	seq := uint32(0)
-	send := func() (data, parity, deferred, sent int) {
+	// send broadcasts one frame and returns its parity records, the
+	// frames the budget left out, and the bytes of data and of one parity
+	// record.
+	send := func() (parity, deferred, data, one int) {
 		seq++
 		f := frameOf(1, chain, seq)
 		for i := range f.Members {
-			f.Members[i].State.Y = float64(seq*uint32(i%7)) * 0.01 // moving: every delta costs
+			f.Members[i].State.Y = float64(min(seq-1, 1)*uint32(i%7)) * 0.01 // moved once: every delta costs the same
 		}
 		bc.Frames([]*island.Frame{f})
 		_, dgs := bc.Take(1, nil, nil)
-		data, parity = fragments(t, dec, dgs)
-		bud, _ := bc.Budget(1)
-		return data, parity, bud.Deferred, bud.Sent
-	}
-	var full int
-	for range 3 {
-		d, p, l, n := send()
-		if d < 2 || p != DefaultParity || l != 0 {
-			t.Fatalf("room: %d data fragments, %d parity records, %d frames left out", d, p, l)
+		for _, d := range dgs {
+			if _, recs, err := dec.Decode(d.Bytes); err != nil {
+				t.Fatal(err)
+			} else if len(recs) > 0 && recs[0].Kind == codec.KindParity {
+				parity++
+				one = max(one, len(d.Bytes))
+			} else {
+				data += len(d.Bytes)
+			}
 		}
-		full = n
+		bud, _ := bc.Budget(1)
+		return parity, bud.Deferred, data, one
 	}
-	_ = bc.SetCap(1, full*6/10*8*20/1000) // kbit/s: 60 % of a frame with its parity each broadcast
+	kbps := func(bytes int) int { return bytes * 8 * 20 / 1000 } // per broadcast at 20 Hz
+	var data, one int
+	for range 4 {
+		p, l, d, o := send()
+		if p != DefaultParity || l != 0 {
+			t.Fatalf("room: %d parity records, %d frames left out", p, l)
+		}
+		data, one = d, o // the first is a keyframe; the last a delta like those to come
+	}
+	for _, c := range []struct {
+		budget, parity int
+	}{
+		{data + 3*one, DefaultParity},
+		{data + 3*one/2, 1},
+		{data + one/3, 0},
+	} {
+		_ = bc.SetCap(1, kbps(c.budget))
+		for i := range 12 {
+			p, l, _, _ := send()
+			if l != 0 {
+				t.Fatalf("budget %d bytes (data %d, a parity record %d): broadcast %d left %d frames out", c.budget, data, one, i, l)
+			}
+			if i >= 2 && p != c.parity { // two to learn what frames cost
+				t.Fatalf("budget %d bytes (data %d, a parity record %d): broadcast %d carried %d parity records; want %d", c.budget, data, one, i, p, c.parity)
+			}
+		}
+	}
+	_ = bc.SetCap(1, kbps(data*6/10))
 	first := -1
 	for i := range 10 {
-		if _, _, l, _ := send(); l > 0 {
+		if _, l, _, _ := send(); l > 0 {
 			first = i
 			break
 		}
@@ -169,17 +201,19 @@ func TestNoParityWhenShort(t *testing.T) {
 	if first < 0 {
 		t.Fatal("the budget never left a frame out")
 	}
-	went := 0
+	_ = bc.SetCap(1, kbps(data+3*one))
 	for i := range shortFor - 1 {
-		d, p, _, _ := send()
-		if p != 0 {
+		if p, _, _, _ := send(); p != 0 {
 			t.Fatalf("broadcast %d after a frame was left out: %d parity records", i+1, p)
 		}
-		if d > 0 {
-			went++
+	}
+	back := false
+	for range 4 {
+		if p, _, _, _ := send(); p == DefaultParity {
+			back = true
 		}
 	}
-	if went < shortFor/2 {
-		t.Fatalf("without parity the frame went in %d of %d broadcasts", went, shortFor-1)
+	if !back {
+		t.Fatal("parity did not come back a second after the budget was short")
 	}
 }

@@ -228,9 +228,10 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		enc.Begin(o.packet, b.seq, t)
 		budget := b.budgetOf(o)
 		// Parity goes only to a path that lost a datagram lately
-		// (CleanAfter), and only while the budget has room: for a second
-		// after a broadcast left frames out the path is taken to be short
-		// of bytes, and parity would take them from frames.
+		// (CleanAfter), and under a budget only as much as fits beside the
+		// frames picked (parityFits) — none for a second after a broadcast
+		// left frames out: the path is taken to be short of bytes, and
+		// parity would take them from frames.
 		parity := b.cfg.Parity
 		if !b.cfg.FixedParity && o.snd.Clean() >= CleanAfter {
 			parity = 0
@@ -238,41 +239,43 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		if budget > 0 && int32(b.seq-o.shortUntil) < 0 {
 			parity = 0
 		}
-		_ = enc.SetParity(parity)
-		o.budget = ObserverBudget{Budget: budget, Interest: len(o.inside), Parity: parity, Loss: o.snd.Loss()}
+		o.budget = ObserverBudget{Budget: budget, Interest: len(o.inside), Loss: o.snd.Loss()}
 		if budget > 0 {
 			o.budget.Deferred, o.budget.OldestAge = b.schedule(o, budget)
 			b.stats.Deferred += uint64(o.budget.Deferred)
 			if o.budget.Deferred > 0 {
 				o.shortUntil = b.seq + shortFor
 			}
+			parity = o.bucket.parityFits(o.cands[:o.picked], parity, o.maxDatagram)
 		} else {
 			o.ctlOwed = 0 // nothing to pay it from
 		}
+		o.budget.Parity = parity
+		_ = enc.SetParity(parity)
 		for i := range b.quant {
 			q, oi := b.wanted(o, i)
 			if oi == nil {
 				continue
 			}
-			size := 0
+			size, par := 0, int64(0)
 			if budget > 0 {
 				if !oi.pick {
 					continue
 				}
 				oi.pick = false
-				size = enc.Size()
+				size, par = enc.Size(), enc.Bytes().Parity
 			}
 			var err error
 			switch base := b.deltaBase(oi, q); {
 			case base != nil:
 				err = enc.AddDelta(&q.f, &codec.Ref{Base: base})
 				if budget > 0 && err == nil {
-					oi.deltaCost = max(enc.Size()-size, 1)
+					oi.deltaCost = dataCost(enc, size, par, parity)
 				}
 			default:
 				err = enc.AddKey(&q.f)
 				if budget > 0 && err == nil {
-					oi.keyCost = max(enc.Size()-size, 1)
+					oi.keyCost = dataCost(enc, size, par, parity)
 				}
 				if oi.wantKey || b.seq-oi.lastKey < every {
 					// Off schedule (new, asked for, a new stream): the next
@@ -290,16 +293,34 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		dgs := enc.Datagrams()
 		_ = enc.SetParity(b.cfg.Parity)
 		if budget > 0 {
-			for _, d := range dgs {
+			par := 0
+			for i, d := range dgs {
 				o.budget.Sent += len(d)
+				if enc.Parts(i) == 0 {
+					par += len(d)
+				}
 			}
-			o.bucket.spend(o.budget.Sent)
+			o.bucket.spend(o.budget.Sent, par)
 		}
 		b.carried(o, enc, dgs)
 		o.packet = enc.Next()
 		b.one[0] = o
 		b.share(b.one[:], dgs, func(dst []uint32, i int) []uint32 { return append(dst, enc.Islands(i)...) })
 	}
+}
+
+// dataCost is what the frame just added to enc took without its parity
+// records, in bytes, at least 1: the encoder's size and parity bytes
+// before it were size and par, and it carries parity records per frame
+// it cuts into fragments, each in a datagram of its own. The scheduler
+// estimates frames by their data and pays their parity from what they
+// leave of the budget.
+func dataCost(enc *codec.Encoder, size int, par int64, parity int) int {
+	n := enc.Size() - size
+	if p := int(enc.Bytes().Parity - par); p > 0 {
+		n -= p + parity*codec.HeaderSize
+	}
+	return max(n, 1)
 }
 
 // CleanAfter is how many datagrams in a row an observer's confirmations
