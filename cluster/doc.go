@@ -28,8 +28,9 @@
 //     keys only at its next check, up to half a second later, so Serve
 //     reads every other holder's remaining TTL (every 50 ms; every 20 ms
 //     once under a second is left) and revokes a lease once its readings
-//     prove it expired (reap.go states the rule): within about 0.1 s of
-//     the expiry. A renewed lease is never revoked.
+//     prove it expired (reap.go states the rule): at most about 70 ms
+//     after the expiry. A renewed lease is never revoked; slow answers
+//     delay a proof, never make one.
 //   - Fencing: a member fences itself — Fenced closes and Serve loses every
 //     shard — when etcd refuses its keep-alive or none was confirmed for a
 //     TTL counted from when the last confirmed one was sent, so it stops

@@ -14,43 +14,60 @@ import (
 // the lease of every other holder and revokes one that etcd itself shows
 // expired, which is what etcd would do a little later.
 //
-// etcd reports a lease's remaining time in whole seconds, rounded down: a
-// reading of 0 means less than 1 s is left, not that the lease expired.
-// The rule that makes a revoke safe: once a lease read 0 at a reply
-// received at r, it expires before r + 1 s unless renewed after that
-// reading; a renewal starts the full TTL again (at least 2 s), so the
-// lease reads at least 1 for a whole second after it. A run of readings
-// of 0 spaced closely enough that no second fits between them without one
-// of them seeing it, lasting until r + 1 s + reapMargin, therefore proves
-// the lease expired, and an expired lease can no longer be renewed.
+// etcd reports a lease's remaining time in whole seconds, truncated: a
+// reading of 0 means less than 1 s is left (or the lease has expired and
+// etcd has not yet looked), not that it expired. An expired lease can no
+// longer be renewed. The rule that makes a revoke safe:
+//
+//   - A reading of 0 taken at etcd's instant ρ₀ means the lease expires
+//     before ρ₀ + 1 s — unless it is renewed after ρ₀.
+//   - A renewal at u starts the granted TTL G ≥ 2 s again, so every
+//     reading taken in [u, u + G − 1 s) reads at least 1. Two readings of 0
+//     less than G − 1 s apart (at least a second) therefore have no
+//     renewal between them.
+//   - So a run of readings of 0, each one answered less than runGap after
+//     the previous one was requested (each ρ lies between its request and
+//     its answer, so consecutive ones are less than runGap apart), whose
+//     last was requested at least a second after its first was answered,
+//     proves the lease expired by its last reading: ρ₀ ≤ the first's
+//     answer and ρₙ ≥ the last's request, so ρₙ ≥ ρ₀ + 1 s, with no
+//     renewal in between.
+//
+// Only the order of events on one clock matters, not how long an answer
+// took, so slow answers (a loaded machine) at worst start a run afresh;
+// they never make a proof wrong. The reaper reads every other holder's
+// lease each reapPoll, and each reapFast while one reads 0, so a crashed
+// holder's lease is revoked within about reapFast of a second after its
+// first reading of 0: at most about reapPoll + reapFast after it expired.
 const (
-	reapPoll   = 50 * time.Millisecond // between readings of a lease that read at least 1
-	reapFast   = 20 * time.Millisecond // between readings of a lease that read 0; also a reading's timeout
-	reapMargin = 4 * reapFast          // past r + 1 s: covers the spacing of readings and their latency
+	reapPoll    = 50 * time.Millisecond  // between readings of a lease that read at least 1
+	reapFast    = 20 * time.Millisecond  // between readings of a lease that read 0
+	reapTimeout = 250 * time.Millisecond // a reading's timeout
+	runGap      = 750 * time.Millisecond // a reading answered longer after the previous one's request starts a new run: under G − 1 s
 )
 
 // zeroRun is the readings of 0 of one lease since its last other reading.
 type zeroRun struct {
-	since    time.Time // the first reading of 0's reply: zero while there is no run
+	since    time.Time // the first reading of 0's answer: zero while there is no run
 	lastSent time.Time // the last reading's request
 }
 
 // observe takes one reading — requested at sent, answered at recv, the
 // lease's remaining whole seconds ttl (−1: etcd holds no such lease) and
 // its granted TTL in seconds — and reports whether the lease has surely
-// expired. A reading of 1 or more, a slow answer, a lease granted less
-// than 2 s, or a gap between readings longer than two fast periods ends the
-// run (a gap starts a new one).
+// expired. A reading of 1 or more, or a lease granted less than 2 s, ends
+// the run; an answer runGap or more after the last reading's request
+// starts a new one.
 func (z *zeroRun) observe(sent, recv time.Time, ttl, granted int64) bool {
-	if ttl != 0 || granted < 2 || recv.Sub(sent) > reapFast {
+	if ttl != 0 || granted < 2 {
 		*z = zeroRun{}
 		return false
 	}
-	if z.since.IsZero() || sent.Sub(z.lastSent) > 2*reapFast {
+	if z.since.IsZero() || recv.Sub(z.lastSent) >= runGap {
 		z.since = recv
 	}
 	z.lastSent = sent
-	return recv.Sub(z.since) >= time.Second+reapMargin
+	return sent.Sub(z.since) >= time.Second
 }
 
 // reap revokes the leases of other shard holders once they surely
@@ -80,7 +97,7 @@ func (m *Member) reap(ctx context.Context, t *Table) {
 				runs[l] = z
 			}
 			sent := time.Now()
-			rctx, cancel := context.WithTimeout(ctx, reapFast)
+			rctx, cancel := context.WithTimeout(ctx, reapTimeout)
 			r, err := m.cli.TimeToLive(rctx, l)
 			cancel()
 			if err != nil {

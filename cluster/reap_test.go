@@ -9,18 +9,19 @@ import (
 )
 
 // TestZeroRun holds the reaping rule to readings at given instants: only
-// an unbroken run of zeros reaching a second and the margin past its
-// first reply proves a lease expired.
+// a run of zeros whose last request comes a second after its first answer,
+// each answered less than runGap after the previous request, proves a
+// lease expired; slow answers delay a proof but do not spoil it.
 func TestZeroRun(t *testing.T) {
 	type reading struct {
 		at, took time.Duration // request sent at, answered after
 		ttl      int64
 	}
-	// zeros every fast period from 0 to end, answered in 1 ms
-	zeros := func(from, end time.Duration) []reading {
+	// zeros every step from from to end, each answered after took
+	zeros := func(from, end, step, took time.Duration) []reading {
 		var rs []reading
-		for at := from; at <= end; at += reapFast {
-			rs = append(rs, reading{at, time.Millisecond, 0})
+		for at := from; at <= end; at += step {
+			rs = append(rs, reading{at, took, 0})
 		}
 		return rs
 	}
@@ -31,22 +32,27 @@ func TestZeroRun(t *testing.T) {
 		}
 		return out
 	}
-	proof := time.Second + reapMargin
+	ms := time.Millisecond
 	for _, tc := range []struct {
 		name    string
 		granted int64
 		rs      []reading
 		want    int // index of the reading that proves expiry; -1: none
 	}{
-		{"a second and the margin of zeros", 2, zeros(0, proof+reapFast), int((proof + reapFast - 1) / reapFast)},
-		{"short of the margin", 2, zeros(0, proof-reapFast), -1},
-		{"renewed on the way", 2, cat(zeros(0, 500*time.Millisecond), []reading{{520 * time.Millisecond, time.Millisecond, 1}},
-			zeros(540*time.Millisecond, proof)), -1},
-		{"a gap restarts the run", 2, cat(zeros(0, 400*time.Millisecond), zeros(400*time.Millisecond+3*reapFast, proof+300*time.Millisecond)), -1},
-		{"a slow answer ends the run", 2, cat(zeros(0, 500*time.Millisecond), []reading{{520 * time.Millisecond, reapFast + time.Millisecond, 0}},
-			zeros(540*time.Millisecond, proof+400*time.Millisecond)), -1},
-		{"granted under 2 s", 1, zeros(0, 2*proof), -1},
-		{"gone", 2, []reading{{0, time.Millisecond, -1}}, -1},
+		// The first answer comes at 1 ms: the reading requested at 1,020 ms
+		// is the first a second after it.
+		{"a second of zeros", 2, zeros(0, 2*time.Second, reapFast, ms), 51},
+		{"short of a second", 2, zeros(0, time.Second, reapFast, ms), -1},
+		{"renewed on the way", 2, cat(zeros(0, 500*ms, reapFast, ms), []reading{{520 * ms, ms, 1}},
+			zeros(540*ms, 1500*ms, reapFast, ms)), -1},
+		{"a gap restarts the run", 2, cat(zeros(0, 400*ms, reapFast, ms), zeros(400*ms+runGap, 400*ms+runGap+time.Second, reapFast, ms)), -1},
+		{"a slow answer restarts the run", 2, cat(zeros(0, 500*ms, reapFast, ms), []reading{{520 * ms, runGap, 0}},
+			zeros(520*ms+runGap, 520*ms+runGap+time.Second-reapFast, reapFast, ms)), -1},
+		// Answers taking 200 ms, one request as each answer comes: the
+		// first answer at 200 ms, the request at 1,200 ms proves it.
+		{"slow answers still prove it", 2, zeros(0, 2*time.Second, 200*ms, 200*ms), 6},
+		{"granted under 2 s", 1, zeros(0, 3*time.Second, reapFast, ms), -1},
+		{"gone", 2, []reading{{0, ms, -1}}, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var z zeroRun
