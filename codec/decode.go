@@ -82,6 +82,33 @@ func DatagramVersion(b []byte) (int, error) {
 	return int(b[4]), nil
 }
 
+// Header parses and checks a wire-3 datagram's header alone: its size
+// against the cap, magic, version, length and check field — every check
+// Decode makes before the records. The records are not read.
+func (d *Decoder) Header(b []byte) (Header, error) {
+	var h Header
+	if len(b) > d.cfg.MaxDatagram {
+		return h, fail(ErrLimit, d.cfg.MaxDatagram, "datagram size")
+	}
+	if _, err := DatagramVersion(b); err != nil {
+		return h, err
+	}
+	if b[4] != VersionV3 {
+		return h, fail(ErrVersion, 4, "version")
+	}
+	if len(b) < HeaderSize {
+		return h, fail(ErrTruncated, len(b), "datagram header")
+	}
+	if binary.LittleEndian.Uint32(b[checkAt:]) != datagramCheck(b) {
+		return h, fail(ErrMalformed, checkAt, "datagram check")
+	}
+	h.Packet = binary.LittleEndian.Uint32(b[5:])
+	h.Seq = binary.LittleEndian.Uint32(b[9:])
+	h.Time = island.Time(binary.LittleEndian.Uint64(b[13:]))
+	h.Sum = binary.LittleEndian.Uint32(b[sumAt:])
+	return h, nil
+}
+
 // Decode parses and checks one whole wire-3 datagram. The records are the
 // decoder's and stay valid until the next call; their members alias b, and
 // their residuals are in the decoder's storage. Any bad record rejects the
@@ -89,26 +116,10 @@ func DatagramVersion(b []byte) (int, error) {
 // canonical: every varint is minimal, every reserved bit zero, every count
 // checked against the caps and the bytes present before it is used.
 func (d *Decoder) Decode(b []byte) (Header, []Record, error) {
-	var h Header
-	if len(b) > d.cfg.MaxDatagram {
-		return h, nil, fail(ErrLimit, d.cfg.MaxDatagram, "datagram size")
-	}
-	if _, err := DatagramVersion(b); err != nil {
+	h, err := d.Header(b)
+	if err != nil {
 		return h, nil, err
 	}
-	if b[4] != VersionV3 {
-		return h, nil, fail(ErrVersion, 4, "version")
-	}
-	if len(b) < HeaderSize {
-		return h, nil, fail(ErrTruncated, len(b), "datagram header")
-	}
-	if binary.LittleEndian.Uint32(b[checkAt:]) != datagramCheck(b) {
-		return h, nil, fail(ErrMalformed, checkAt, "datagram check")
-	}
-	h.Packet = binary.LittleEndian.Uint32(b[5:])
-	h.Seq = binary.LittleEndian.Uint32(b[9:])
-	h.Time = island.Time(binary.LittleEndian.Uint64(b[13:]))
-	h.Sum = binary.LittleEndian.Uint32(b[sumAt:])
 	d.recs = d.recs[:0]
 	p := d.ps.parser(b, HeaderSize)
 	var last uint32

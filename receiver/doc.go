@@ -17,6 +17,10 @@
 //	}
 //	// every 50–100 ms, back to the authority: out = rx.Feedback(out[:0])
 //
+// A stand-in observer for load tests calls rx.Confirm(b) instead of
+// rx.Datagram: the datagram is confirmed without being restored, so the
+// authority treats it as received in full, and nothing is shown.
+//
 // # What it takes care of
 //
 //   - Control before frames: a frame validates only against the lease,

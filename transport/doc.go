@@ -3,8 +3,10 @@
 // bidirectional stream per observer, opened by the observer, reliable and in
 // order. Server serves a Source (anything that steps and yields control
 // messages and frames) through a broadcast.Broadcaster; Watcher is an
-// observer driving a receiver.Receiver. cmd/islandserver and cmd/islandwatch
-// are thin wrappers around the two.
+// observer driving a receiver.Receiver (or, with WatchConfig.ConfirmOnly, a
+// stand-in that confirms every datagram unrestored, for measuring a server
+// under many observers). cmd/islandserver and cmd/islandwatch are thin
+// wrappers around the two.
 //
 // # Security
 //

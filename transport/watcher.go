@@ -68,6 +68,13 @@ type WatchConfig struct {
 	DialTimeout time.Duration
 	// Logger receives structured logs. Nil means slog.Default().
 	Logger *slog.Logger
+	// ConfirmOnly makes the watcher a stand-in observer: it confirms every
+	// datagram it receives (receiver.Receiver.Confirm) without restoring
+	// it, and renders nothing (every Tick's Views is nil). To the server it
+	// is an observer that receives everything it is sent, at a fraction of
+	// a real one's CPU: what measuring a server under many observers on
+	// one machine needs. Control messages are handled as usual.
+	ConfirmOnly bool
 }
 
 // Tick is what a Watcher reports after every render: the views (valid
@@ -418,6 +425,10 @@ func (w *Watcher) serveConn(ctx context.Context, conn *quic.Conn, addr string, o
 				return err
 			}
 		case b := <-dgIn:
+			if w.cfg.ConfirmOnly {
+				w.rx.Confirm(b)
+				continue
+			}
 			w.rx.Datagram(w.now(), b)
 		case err := <-fb.failed:
 			return err
@@ -449,7 +460,10 @@ func (w *Watcher) serveConn(ctx context.Context, conn *quic.Conn, addr string, o
 		case <-render.C:
 			tick.Now = w.now()
 			tick.DatagramQueue, tick.ControlQueue = len(dgIn), len(ctlIn)
-			tick.Views = w.rx.Render(tick.Now)
+			tick.Views = nil
+			if !w.cfg.ConfirmOnly {
+				tick.Views = w.rx.Render(tick.Now)
+			}
 			st := w.rx.Stats()
 			tick.Addr = addr
 			tick.HalfFrames = w.torn.count(tick.Views, st.Timelines+st.Reconnects, w.rx.Manifest)

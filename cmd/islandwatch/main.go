@@ -9,6 +9,13 @@
 //	go run ./cmd/islandwatch -addr host:4242 -ca ca.pem        # a certificate signed by ca.pem
 //	go run ./cmd/islandwatch -pin … -duration 10s -json        # a JSON summary at exit
 //	go run ./cmd/islandwatch -pin … -metrics 127.0.0.1:9091    # Prometheus metrics at /metrics
+//	go run ./cmd/islandwatch -pin … -confirm-only              # a stand-in observer for load tests
+//
+// With -confirm-only it confirms every datagram without restoring it and
+// shows nothing: to the server an observer that receives everything, at a
+// fraction of a real one's CPU, so that many of them on one machine
+// measure the server (scripts/fanout-quic.sh). Its line a second gives
+// the datagrams and bytes confirmed instead of frames.
 //
 // It exits 1 with a one-line message when it cannot connect, 2 on bad
 // flags, and 0 otherwise.
@@ -155,6 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		tokenText  = fs.String("token", "", "connect token to present (as islandtoken mint prints it), or @FILE to read it from a file")
 		aoi        = fs.String("aoi", "", "subscribe to the islands in these areas, world metres: x0,y0,x1,y1[;x0,y0,x1,y1…] (at most 16); empty: every island")
 		metricsAt  = fs.String("metrics", "", "serve this observer's Prometheus metrics on this address at /metrics (e.g. 127.0.0.1:9091)")
+		confirm    = fs.Bool("confirm-only", false, "confirm every datagram without restoring it and show nothing: a stand-in observer for measuring a server under many observers")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -234,7 +242,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	w, err := transport.NewWatcher(transport.WatchConfig{Addr: addrs[0], Fallback: addrs[1:], TLS: tlsConf, Subscribe: sub,
-		Reconnect: *reconnect, DialTimeout: *dialWait, Token: tok, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Reconnect: *reconnect, DialTimeout: *dialWait, Token: tok, ConfirmOnly: *confirm, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -302,7 +310,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		obs.handOffs += uint64(moved)
 		metrics.stats(&st, len(tk.Receiver.Islands()), &obs)
-		if !*jsonOut {
+		if !*jsonOut && *confirm {
+			fmt.Fprintf(stdout, "%5.0fs  islands %3d  confirmed %4d datagrams/s  %5.1f kB/s  on %s  rejects %s\n",
+				time.Since(start).Seconds(), len(tk.Receiver.Islands()), st.Datagrams-last.Datagrams,
+				float64(st.BytesReceived-last.BytesReceived)/1000, tk.Addr, rejectLine(&st))
+		} else if !*jsonOut {
 			fmt.Fprintf(stdout, "%5.0fs  islands %3d  not updated %3d  committed %4d/s  rebuilt %3d/s  simulated %4d/s  half-frames %d  waiting %.2fs  freeze %.2fs  age p95 %s  oldest island +%3.0f ms  epochs %d–%d  hand-offs %d  on %s  rejects %s\n",
 				time.Since(start).Seconds(), len(tk.Receiver.Islands()), obs.notUpdated, st.FramesCommitted-last.FramesCommitted,
 				st.Assembler.Count(assembler.Rebuilt)-last.Assembler.Count(assembler.Rebuilt), st.Store.Simulated-last.Store.Simulated, obs.half,
