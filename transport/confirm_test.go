@@ -26,22 +26,12 @@ func TestConfirmOnlyWatcher(t *testing.T) {
 	var mu sync.Mutex
 	var confirmed, committed uint64
 	views := 0
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- w.Run(ctx, func(tk *Tick) {
-			mu.Lock()
-			defer mu.Unlock()
-			st := tk.Receiver.Stats()
-			confirmed, committed = st.Datagrams, st.FramesCommitted
-			views += len(tk.Views)
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
+	runUntilEnd(t, w, func(tk *Tick) {
+		mu.Lock()
+		defer mu.Unlock()
+		st := tk.Receiver.Stats()
+		confirmed, committed = st.Datagrams, st.FramesCommitted
+		views += len(tk.Views)
 	})
 	waitFor(t, "40 datagrams confirmed", func() bool {
 		mu.Lock()
@@ -53,4 +43,18 @@ func TestConfirmOnlyWatcher(t *testing.T) {
 	if committed != 0 || views != 0 {
 		t.Fatalf("a confirming watcher committed %d frames and showed %d views", committed, views)
 	}
+}
+
+// runUntilEnd runs w until the test ends, calling onTick on every tick; a
+// Run that ends with an error fails the test.
+func runUntilEnd(t *testing.T, w *Watcher, onTick func(*Tick)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx, onTick) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 }

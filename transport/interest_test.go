@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -33,28 +32,18 @@ func TestAreaOfInterestOverQUIC(t *testing.T) {
 	var mu sync.Mutex
 	var lo, hi float64 // the x range of the islands the last render showed
 	var shown, half int
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- w.Run(ctx, func(tk *Tick) {
-			mu.Lock()
-			defer mu.Unlock()
-			shown, half = 0, tk.HalfFrames
-			lo, hi = 1e9, -1e9
-			for _, v := range tk.Views {
-				for _, p := range v.Poses {
-					lo, hi = min(lo, p.State.X), max(hi, p.State.X)
-				}
-				if len(v.Poses) > 0 {
-					shown++
-				}
+	runUntilEnd(t, w, func(tk *Tick) {
+		mu.Lock()
+		defer mu.Unlock()
+		shown, half = 0, tk.HalfFrames
+		lo, hi = 1e9, -1e9
+		for _, v := range tk.Views {
+			for _, p := range v.Poses {
+				lo, hi = min(lo, p.State.X), max(hi, p.State.X)
 			}
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
+			if len(v.Poses) > 0 {
+				shown++
+			}
 		}
 	})
 	within := func(x0, x1 float64, atLeast int) func() bool {
