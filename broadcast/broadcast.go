@@ -146,7 +146,6 @@ type observer struct {
 	needIdents  bool                  // joined, not yet subscribed: the identity catch-up is still to come
 	ctlOwed     int                   // control bytes queued since its last broadcast: its budget pays them
 	shortUntil  uint32                // its budget is short of bytes (no parity) until this broadcast sequence
-	picked      int                   // how many of cands the last schedule picked: cands[:picked]
 	bucket      bucket                // its byte budget (wire 3)
 	cands       []cand                // broadcastQuant's scratch
 	budget      ObserverBudget        // what the last broadcast to it did

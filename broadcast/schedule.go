@@ -297,8 +297,11 @@ func (b *Broadcaster) importance(f *island.Frame) float64 {
 
 // schedule picks, under o's budget, which of this broadcast's frames go to
 // o, marking their islands' entries (obsIsland.pick), and returns how many
-// frames it left out. Every wanted island gains its importance first.
-func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
+// frames it left out, how many broadcasts the longest-waiting of those
+// last went, and how many of want parity records per fragmented frame fit
+// beside the frames it picked. Every wanted island gains its importance
+// first.
+func (b *Broadcaster) schedule(o *observer, budget, want int) (deferred, oldest, parity int) {
 	o.bucket.refill(budget)
 	o.bucket.credit -= o.ctlOwed // control shares the path: catch-ups and Forgets first
 	o.ctlOwed = 0
@@ -327,7 +330,6 @@ func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
 		o.cands = append(o.cands, cand{prio: oi.prio, size: size, isl: q.f.Key.Island, i: i})
 	}
 	n := o.bucket.plan(o.cands)
-	o.picked = n
 	for _, c := range o.cands[:n] {
 		oi := o.hint[c.i]
 		oi.pick, oi.prio, oi.sentSeq = true, 0, b.seq
@@ -335,5 +337,5 @@ func (b *Broadcaster) schedule(o *observer, budget int) (deferred, oldest int) {
 	for _, c := range o.cands[n:] {
 		oldest = max(oldest, int(b.seq-o.hint[c.i].sentSeq))
 	}
-	return len(o.cands) - n, oldest
+	return len(o.cands) - n, oldest, o.bucket.parityFits(o.cands[:n], want, o.maxDatagram)
 }

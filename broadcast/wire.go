@@ -241,12 +241,11 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		}
 		o.budget = ObserverBudget{Budget: budget, Interest: len(o.inside), Loss: o.snd.Loss()}
 		if budget > 0 {
-			o.budget.Deferred, o.budget.OldestAge = b.schedule(o, budget)
+			o.budget.Deferred, o.budget.OldestAge, parity = b.schedule(o, budget, parity)
 			b.stats.Deferred += uint64(o.budget.Deferred)
 			if o.budget.Deferred > 0 {
 				o.shortUntil = b.seq + shortFor
 			}
-			parity = o.bucket.parityFits(o.cands[:o.picked], parity, o.maxDatagram)
 		} else {
 			o.ctlOwed = 0 // nothing to pay it from
 		}
@@ -263,7 +262,7 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 					continue
 				}
 				oi.pick = false
-				size, par = enc.Size(), enc.Bytes().Parity
+				size, par = enc.Size(), enc.ParityBytes()
 			}
 			var err error
 			switch base := b.deltaBase(oi, q); {
@@ -317,7 +316,7 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 // leave of the budget.
 func dataCost(enc *codec.Encoder, size int, par int64, parity int) int {
 	n := enc.Size() - size
-	if p := int(enc.Bytes().Parity - par); p > 0 {
+	if p := int(enc.ParityBytes() - par); p > 0 {
 		n -= p + parity*codec.HeaderSize
 	}
 	return max(n, 1)

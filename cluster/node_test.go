@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"math"
 	"net"
@@ -120,16 +121,24 @@ func serverState(s *transport.Server) livestate.State {
 	return st
 }
 
+// frontTLS is a watcher's TLS configuration for the test's own fronts,
+// whose certificates it does not check.
+func frontTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	c, err := transport.ClientTLS("", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.InsecureSkipVerify = true
+	return c
+}
+
 func watch(t *testing.T, front *node, fallback ...*node) *observer {
 	t.Helper()
 	o := &observer{newest: map[uint32]uint32{}, firstAt: map[uint32]time.Time{}, lastAt: map[uint32]time.Time{},
 		silences: map[uint32]time.Duration{}, authGaps: map[uint32]island.Time{}, lastTime: map[uint32]island.Time{}, jumps: map[uint32]float64{}, offs: map[uint32]float64{}, pos: map[island.MemberID][4]float64{}, done: make(chan error, 1),
 		ask: make(chan chan livestate.State), light: lightWatchers}
-	tlsc, err := transport.ClientTLS("", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsc.InsecureSkipVerify = true // the test's own front
+	tlsc := frontTLS(t)
 	var others []string
 	for _, f := range fallback {
 		others = append(others, f.srv.Addr().String())

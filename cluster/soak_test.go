@@ -188,13 +188,8 @@ func TestClusterSoak(t *testing.T) {
 // fronts serve it as any observer while it takes little of the machine.
 func standIn(t *testing.T, front *node, fallback *node) {
 	t.Helper()
-	tlsc, err := transport.ClientTLS("", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsc.InsecureSkipVerify = true // the test's own front
 	w, err := transport.NewWatcher(transport.WatchConfig{Addr: front.srv.Addr().String(), Fallback: []string{fallback.srv.Addr().String()},
-		TLS: tlsc, Subscribe: codec.Subscribe{All: true}, Reconnect: true, ConfirmOnly: true, Logger: slog.New(slog.DiscardHandler)})
+		TLS: frontTLS(t), Subscribe: codec.Subscribe{All: true}, Reconnect: true, ConfirmOnly: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

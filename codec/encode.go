@@ -107,6 +107,10 @@ type openBatch struct {
 // Bytes returns where the encoder's bytes went since it was made.
 func (e *Encoder) Bytes() ByteBreakdown { return e.bytes }
 
+// ParityBytes is Bytes().Parity without copying the breakdown: the bytes of
+// the parity records encoded since NewEncoder.
+func (e *Encoder) ParityBytes() int64 { return e.bytes.Parity }
+
 // NewEncoder returns an encoder with cfg's caps.
 func NewEncoder(cfg Config) (*Encoder, error) {
 	c, err := cfg.WithDefaults()
