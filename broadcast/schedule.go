@@ -82,7 +82,6 @@ type bucket struct {
 	// units; 0 means 1024, not learnt yet).
 	scale   int
 	planned int // the estimates of the frames picked this broadcast, bytes
-	spare   int // what plan left of the credit after the frames it picked, bytes (corrected estimates); negative when the first frame overdrew it
 }
 
 // refill adds one broadcast's budget, keeping at most that much.
@@ -113,16 +112,18 @@ func (k *bucket) scaled(size int) int {
 }
 
 // plan picks from cs, in place reordered by priority, the islands to send
-// this broadcast and returns how many it picked: cs[:n] are they. It does
-// not spend the credit; the caller spends what the frames actually cost.
-func (k *bucket) plan(cs []cand) int {
+// this broadcast and returns how many it picked — cs[:n] are they — and
+// what their corrected estimates left of the credit, bytes (negative when
+// the first frame overdrew it). It does not spend the credit; the caller
+// spends what the frames actually cost.
+func (k *bucket) plan(cs []cand) (n, spare int) {
 	slices.SortFunc(cs, func(a, b cand) int {
 		if c := cmp.Compare(b.prio, a.prio); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.isl, b.isl)
 	})
-	left, n := k.credit, 0
+	left := k.credit
 	for j := range cs {
 		if left <= 0 {
 			break
@@ -134,18 +135,17 @@ func (k *bucket) plan(cs []cand) int {
 			n++
 		}
 	}
-	k.spare = left
-	return n
+	return n, left
 }
 
 // parityFits returns how many of want parity records per fragmented frame
-// the frames picked this broadcast (cs) can carry within what their
-// estimates left of the credit. A frame whose corrected estimate exceeds
+// the frames picked this broadcast (cs) can carry within spare, what their
+// estimates left of the credit (plan's second result). A frame whose corrected estimate exceeds
 // one datagram of maxDatagram bytes is cut into that many fragments, and
 // each of its parity records is about one fragment long. Parity only from
 // bytes the frames leave: on a path short of bytes it would take them from
 // frames, or queue them to arrive late.
-func (k *bucket) parityFits(cs []cand, want, maxDatagram int) int {
+func (k *bucket) parityFits(cs []cand, spare, want, maxDatagram int) int {
 	if want <= 0 || maxDatagram <= 0 {
 		return 0
 	}
@@ -160,7 +160,7 @@ func (k *bucket) parityFits(cs []cand, want, maxDatagram int) int {
 	if one == 0 {
 		return want // nothing fragmented: parity costs nothing
 	}
-	return max(min(want, k.spare/one), 0)
+	return max(min(want, spare/one), 0)
 }
 
 // ObserverBudget is what the last broadcast to one observer did under its
@@ -329,7 +329,7 @@ func (b *Broadcaster) schedule(o *observer, budget, want int) (deferred, oldest,
 		}
 		o.cands = append(o.cands, cand{prio: oi.prio, size: size, isl: q.f.Key.Island, i: i})
 	}
-	n := o.bucket.plan(o.cands)
+	n, spare := o.bucket.plan(o.cands)
 	for _, c := range o.cands[:n] {
 		oi := o.hint[c.i]
 		oi.pick, oi.prio, oi.sentSeq = true, 0, b.seq
@@ -337,5 +337,5 @@ func (b *Broadcaster) schedule(o *observer, budget, want int) (deferred, oldest,
 	for _, c := range o.cands[n:] {
 		oldest = max(oldest, int(b.seq-o.hint[c.i].sentSeq))
 	}
-	return len(o.cands) - n, oldest, o.bucket.parityFits(o.cands[:n], want, o.maxDatagram)
+	return len(o.cands) - n, oldest, o.bucket.parityFits(o.cands[:n], spare, want, o.maxDatagram)
 }

@@ -27,7 +27,7 @@ func simulate(imp []float64, size []int, budget, rounds int) (wait []int, sent [
 			prio[i] += imp[i]
 			cs = append(cs, cand{prio: prio[i], size: size[i], isl: uint32(i), i: i})
 		}
-		picked := k.plan(cs)
+		picked, _ := k.plan(cs)
 		bytes := 0
 		for _, c := range cs[:picked] {
 			prio[c.i] = 0
@@ -109,7 +109,7 @@ func TestImportanceShares(t *testing.T) {
 			prio[i] += imp[i]
 			cs = append(cs, cand{prio: prio[i], size: 100, isl: uint32(i), i: i})
 		}
-		n := k.plan(cs)
+		n, _ := k.plan(cs)
 		for _, c := range cs[:n] {
 			prio[c.i] = 0
 			count[c.i]++
