@@ -598,7 +598,7 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		}
 		m.Bodies, m.Joints = slices.Clone(m.Bodies), slices.Clone(m.Joints)
 		enc := m.Append(nil)
-		b.physics[m.Island] = physicsOf{m: m, digest: codec.PhysicsDigest(enc), size: len(enc)}
+		b.physics[m.Island] = physicsOf{m: m, digest: codec.PhysicsDigest(enc), size: len(enc), links: codec.NewLinks(&m)}
 		for _, o := range b.observers {
 			if o.wants(m.Island) {
 				b.queuePhysics(o, m.Island)
@@ -649,6 +649,7 @@ type physicsOf struct {
 	m      codec.Physics
 	digest uint64
 	size   int
+	links  *codec.Links // for joint-predicted deltas; nil when no member hangs on another
 }
 
 // queuePhysics queues island isl's Physics for o, if it has one: a

@@ -142,6 +142,9 @@ type quantized struct {
 	f     codec.Frame
 	table *baseline.Table
 	imp   float64 // importance, when some observer has a budget
+	// links are the island's joint-prediction links (nil: none): its
+	// deltas are joint-predicted
+	links *codec.Links
 }
 
 // framesQuant encodes a broadcast for every observer: per island a keyframe or
@@ -191,6 +194,9 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 		b.stats.Frames++
 		if budgets {
 			q.imp = b.importance(f)
+		}
+		if len(f.Members) > 1 {
+			q.links = b.physics[f.Key.Island].links // AddDelta checks they describe the frame
 		}
 		b.quant = append(b.quant, q)
 	}
@@ -267,7 +273,7 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 			var err error
 			switch base := b.deltaBase(oi, q); {
 			case base != nil:
-				err = enc.AddDelta(&q.f, &codec.Ref{Base: base})
+				err = enc.AddDelta(&q.f, &codec.Ref{Base: base, Links: q.links})
 				if budget > 0 && err == nil {
 					oi.deltaCost = dataCost(enc, size, par, parity)
 				}

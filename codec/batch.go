@@ -46,6 +46,7 @@ type batchModels struct {
 	n       magModel
 	keySame [5]prob // sender, epoch, topology, config, segment as the previous keyframe's
 	keyVal  magModel
+	joint   prob       // a delta of several members (or a fragment) is joint-predicted
 	changed [3]prob    // a delta member changed: the island's only member; after one that changed; after one that did not
 	nz      [6][2]prob // a residual is not zero; by whether the field before it was not
 	res     [6]sgnModel
@@ -79,7 +80,7 @@ var freshModels = func() (m batchModels) {
 	for i := range 5 {
 		set(&m.keySame[i])
 	}
-	set(&m.lagSame, &m.nSame, &m.idMoved, &m.genNew)
+	set(&m.lagSame, &m.nSame, &m.idMoved, &m.genNew, &m.joint)
 	for _, mm := range []*magModel{&m.gap, &m.lag, &m.n, &m.keyVal, &m.gen} {
 		mm.init()
 	}
@@ -214,12 +215,23 @@ func (s *batchState) after(it *batchIsland) {
 	}
 }
 
-// encodeDelta codes a delta's members.
-func (s *batchState) encodeDelta(e *rcEncoder, ms []resMember) {
+// encodeDelta codes a delta's members: for a delta of several members,
+// first whether it is joint-predicted (joint.go).
+func (s *batchState) encodeDelta(e *rcEncoder, ms []resMember, joint bool) {
 	s.deltaPrev = 1
+	if len(ms) > 1 {
+		s.encodeJoint(e, joint)
+	}
 	for i := range ms {
 		s.encodeDeltaMember(e, &ms[i], len(ms) > 1)
 	}
+}
+
+// encodeJoint codes whether a delta (or a delta fragment) is
+// joint-predicted.
+func (s *batchState) encodeJoint(e *rcEncoder, joint bool) {
+	e.cat = catFraming
+	e.bit(&s.m.joint, joint)
 }
 
 // encodeDeltaMember codes one delta member; multi is false for the only
@@ -379,18 +391,22 @@ func (s *batchState) decodeHead(d *rcDecoder, it *batchIsland, first uint32, max
 	return "", true
 }
 
-// decodeDelta reads n delta members: for each changed one its mask then
-// its residuals appended to res, and its bit in bm (nil for a one-member
-// frame, whose unchanged member gets a zero mask instead).
-func (s *batchState) decodeDelta(d *rcDecoder, n int, res []int64, bm []byte) ([]int64, bool) {
+// decodeDelta reads n delta members: whether they are joint-predicted
+// (only for several members or a fragment, bm not nil), then for each
+// changed one its mask then its residuals appended to res, and its bit in
+// bm (nil for a one-member frame, whose unchanged member gets a zero mask
+// instead).
+func (s *batchState) decodeDelta(d *rcDecoder, n int, res []int64, bm []byte) (_ []int64, joint, ok bool) {
 	s.deltaPrev = 1
+	if bm != nil {
+		joint = d.bit(&s.m.joint)
+	}
 	for i := range n {
-		var ok bool
 		if res, ok = s.decodeDeltaMember(d, i, n > 1 || bm != nil, res, bm); !ok {
-			return res, false
+			return res, joint, false
 		}
 	}
-	return res, true
+	return res, joint, true
 }
 
 // decodeDeltaMember reads delta member i (encodeDeltaMember).

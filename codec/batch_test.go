@@ -466,7 +466,7 @@ func TestWorstBytesBounds(t *testing.T) {
 		if it.kind == batchKey {
 			b.st.encodeKey(&b.rc, e.keys)
 		} else {
-			b.st.encodeDelta(&b.rc, e.dres)
+			b.st.encodeDelta(&b.rc, e.dres, false)
 		}
 		if grew := b.rc.bound() - before; grew > worst {
 			t.Fatalf("island %d (%+v): the stream grew %d bytes, the bound says %d", i, it, grew, worst)

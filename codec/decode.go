@@ -27,9 +27,13 @@ type Record struct {
 	Total                            int    // key, delta: members in the whole frame
 	Fragments, Index, First, N       int    // key, delta: this part's place (one part: 1, 0, 0, Total)
 	Parity                           int    // parity records: how many the frame carries
-	Digest                           uint64 // fragments: the whole frame's digest
-	members                          []byte // a delta's changed-member bitmap (none for a one-member whole delta)
-	raw                              []byte // a fragment: its coded members, as received
+	// Joint: a delta's members that hang on another by a pivot joint are
+	// coded against where the joint puts them (joint.go): ExpandDelta needs
+	// the island's Links.
+	Joint   bool
+	Digest  uint64 // fragments: the whole frame's digest
+	members []byte // a delta's changed-member bitmap (none for a one-member whole delta)
+	raw     []byte // a fragment: its coded members, as received
 	// A batch keyframe's members as Decode read them: stable id,
 	// generation and six values each.
 	vals []int64
@@ -331,7 +335,7 @@ func (p *parser) record(r *Record, cfg *Config, last uint32, first bool) error {
 	*p.bits = zeroed(*p.bits, (r.N+7)/8)
 	r.members = (*p.bits)[bs:len(*p.bits):len(*p.bits)]
 	rs := len(*p.res)
-	if *p.res, ok = st.decodeDelta(p.rc, r.N, *p.res, r.members); !ok {
+	if *p.res, r.Joint, ok = st.decodeDelta(p.rc, r.N, *p.res, r.members); !ok {
 		return fail(ErrMalformed, at, "fragment: residual")
 	}
 	r.res = (*p.res)[rs:len(*p.res):len(*p.res)]
@@ -403,13 +407,29 @@ func (r *Record) ExpandKey(dst []baseline.Entry, t island.Time) []baseline.Entry
 // ExpandDelta decodes a delta record's members [First, First+N) against
 // base (the frame it names: the same members in the same order) into dst,
 // reused: each member is the baseline's motion carried to time t, plus its
-// residuals. It reports ErrMalformed when base does not hold Total members.
-func (r *Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t island.Time) ([]baseline.Entry, error) {
+// residuals — or, in a joint-predicted record, for a member hanging on
+// another, its position and velocity where the joint puts them, plus its
+// residuals. links are the island's links for the baseline's topology and
+// config (nil when none; only a joint-predicted record reads them). It
+// reports ErrMalformed when base does not hold Total members, and
+// ErrNoLinks when the record is joint-predicted and links do not describe
+// the baseline's island, topology, config and member count.
+func (r *Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, links *Links, t island.Time) ([]baseline.Entry, error) {
 	if len(base.Entries) != r.Total {
 		return dst[:0], fail(ErrMalformed, -1, "delta member count")
 	}
 	if r.Class != base.Frame.Class {
 		return dst[:0], fail(ErrMalformed, -1, "delta class differs from its baseline's")
+	}
+	if r.Joint {
+		k := base.Frame.Key
+		if links == nil || links.Members() != r.Total || links.Island != k.Island || links.Topology != k.Topology || links.Config != k.Config {
+			return dst[:0], fail(ErrNoLinks, -1, "joint-predicted delta")
+		}
+		if !jointOK(base.Frame.Class.Precision()) {
+			return dst[:0], fail(ErrMalformed, -1, "joint-predicted delta at this precision")
+		}
+		return r.expandJoint(dst, base, links, t), nil
 	}
 	ps, as := shifts(base.Frame.Class.Precision())
 	dt := int64(t - base.Frame.Time)
@@ -459,6 +479,58 @@ func (r *Record) ExpandDelta(dst []baseline.Entry, base *baseline.Table, t islan
 		}
 	}
 	return dst, nil
+}
+
+// expandJoint is ExpandDelta for a joint-predicted record whose links
+// were checked.
+func (r *Record) expandJoint(dst []baseline.Entry, base *baseline.Table, links *Links, t island.Time) []baseline.Entry {
+	p := base.Frame.Class.Precision()
+	ps, as := shifts(p)
+	dt := int64(t - base.Frame.Time)
+	bm := r.members[:(r.N+7)/8]
+	res, k := r.res, 0
+	src := base.Entries[r.First : r.First+r.N]
+	dst = slices.Grow(dst[:0], r.N)[:r.N]
+	for i := range src {
+		b, e := &src[i], &dst[i]
+		e.ID, e.Q, e.Time, e.Segment = b.ID, b.Q, t, b.Segment
+		var d [6]int64
+		if bm[i>>3]&(1<<(i&7)) != 0 {
+			mask := res[k]
+			k++
+			for f := range d {
+				if mask&(1<<f) != 0 {
+					d[f] = res[k]
+					k++
+				}
+			}
+		}
+		q := &e.Q
+		predictInto(q, dt, ps, as)
+		q.X += d[0]
+		q.Y += d[1]
+		q.Angle += d[2]
+		predictVel(q, &b.Q, dt, ps, as)
+		q.VX += d[3]
+		q.VY += d[4]
+		q.AngVel += d[5]
+		lk := &links.links[r.First+i]
+		var par *quant.State
+		switch {
+		case lk.parent == linkWorld:
+		case lk.parent >= int32(r.First): // restored before it, in this record
+			par = &dst[int(lk.parent)-r.First].Q
+		default: // no parent, or one in an earlier fragment
+			continue
+		}
+		if predictJoint(q, par, lk, p) {
+			q.X += d[0]
+			q.Y += d[1]
+			q.VX += d[3]
+			q.VY += d[4]
+		}
+	}
+	return dst
 }
 
 // Predict appends to dst, reused, the members of base carried to time t by
@@ -548,7 +620,7 @@ func (d *Decoder) batch(p *parser, last uint32, first bool) (uint32, error) {
 				r.members = d.ps.bits[bs:len(d.ps.bits):len(d.ps.bits)]
 			}
 			var ok bool
-			if d.ps.res, ok = st.decodeDelta(&d.ps.rc, it.n, d.ps.res, r.members); !ok {
+			if d.ps.res, r.Joint, ok = st.decodeDelta(&d.ps.rc, it.n, d.ps.res, r.members); !ok {
 				return 0, fail(ErrMalformed, at, "batch: residual")
 			}
 			r.res = d.ps.res[rs:len(d.ps.res):len(d.ps.res)]

@@ -78,7 +78,14 @@ type Encoder struct {
 	fragEnds  []int
 	fragCosts [][numCats]int64
 	dres      []resMember // the delta being added: each member's residuals
-	keys      []keyMember // the keyframe being added: each member
+	// joint: the delta being added is joint-predicted (dres holds those
+	// residuals); dtmp then holds every member's residuals against the
+	// baseline's motion, for members whose parent lies before their
+	// fragment, and links the island's links
+	joint bool
+	dtmp  []resMember
+	links *Links
+	keys  []keyMember // the keyframe being added: each member
 	// islands each datagram carries records of, back to back; islEnds
 	// holds each closed datagram's end in isl
 	isl     []uint32
@@ -346,6 +353,11 @@ func (e *Encoder) AddDelta(f *Frame, ref *Ref) error {
 	if unchanged && f.Flags == 0 {
 		it.kind = batchPredicted
 	}
+	e.joint, e.links = false, nil
+	if l := ref.Links; !unchanged && l != nil && len(f.Members) > 1 && l.Members() == len(f.Members) &&
+		l.Island == f.Key.Island && l.Topology == f.Key.Topology && l.Config == f.Key.Config && jointOK(f.Class.Precision()) {
+		e.jointResiduals(f, l)
+	}
 	if e.batchAdd(&it) {
 		return nil
 	}
@@ -354,6 +366,73 @@ func (e *Encoder) AddDelta(f *Frame, ref *Ref) error {
 	pre = appendU(pre, uint64(lag))
 	e.rec = pre
 	return e.emit(head(KindDelta, f.Class, f.Flags), f, lag, len(pre))
+}
+
+// jointResiduals turns the delta being added (its residuals against the
+// baseline's motion in e.dres) into a joint-predicted one: each member
+// that hangs on an earlier member or the world by links l is coded, for
+// its position and velocity, against where the joint puts it given its
+// own angle and angular velocity and its parent's state in f. The
+// residuals against the baseline's motion stay in e.dtmp for fragments
+// that begin after a member's parent.
+func (e *Encoder) jointResiduals(f *Frame, l *Links) {
+	p := f.Class.Precision()
+	e.dtmp = append(e.dtmp[:0], e.dres...)
+	e.joint, e.links = true, l
+	for i := range f.Members {
+		lk := &l.links[i]
+		if lk.parent == linkNone {
+			continue
+		}
+		cur := &f.Members[i].Q
+		var par *quant.State
+		if lk.parent >= 0 {
+			par = &f.Members[lk.parent].Q
+		}
+		pred := *cur
+		if !predictJoint(&pred, par, lk, p) {
+			continue
+		}
+		r := &e.dres[i]
+		r.d[0], r.d[1], r.d[3], r.d[4] = cur.X-pred.X, cur.Y-pred.Y, cur.VX-pred.VX, cur.VY-pred.VY
+		r.mask = 0
+		for k, v := range r.d {
+			if v != 0 {
+				r.mask |= 1 << k
+			}
+		}
+	}
+	// Bodies at rest are predicted exactly by their baseline's motion and
+	// only to the rounding of their anchors by their joints: an island
+	// mostly at rest keeps the baseline's motion.
+	if resCost(e.dres) >= resCost(e.dtmp) {
+		copy(e.dres, e.dtmp)
+		e.joint = false
+	}
+}
+
+// resCost estimates the bits of a delta's residuals: a bit per member and
+// per field flag, and each nonzero residual's sign and Elias-gamma length.
+// The encoder only uses it to choose between two predictions.
+func resCost(ms []resMember) int {
+	n := 0
+	for i := range ms {
+		n++
+		if ms[i].mask == 0 {
+			continue
+		}
+		for _, v := range ms[i].d {
+			n++
+			if v != 0 {
+				u := uint64(v)
+				if v < 0 {
+					u = -u
+				}
+				n += 2 * bits.Len64(u)
+			}
+		}
+	}
+	return n
 }
 
 func (e *Encoder) check(f *Frame) error {
@@ -462,6 +541,9 @@ func (e *Encoder) cut(key bool, n, room int) bool {
 		st.reset()
 		st.deltaPrev, st.keyHas = 1, false
 		rc.reset(rc.out)
+		if !key {
+			st.encodeJoint(rc, e.joint)
+		}
 		k := 0
 		for first+k < n {
 			mark := rc.mark()
@@ -469,7 +551,7 @@ func (e *Encoder) cut(key bool, n, room int) bool {
 			if key {
 				st.encodeKeyMember(rc, &e.keys[first+k])
 			} else {
-				st.encodeDeltaMember(rc, &e.dres[first+k], true)
+				st.encodeDeltaMember(rc, e.fragRes(first, first+k), true)
 			}
 			if rc.bound() > room {
 				rc.rollback(mark)
@@ -488,6 +570,18 @@ func (e *Encoder) cut(key bool, n, room int) bool {
 		first += k
 	}
 	return true
+}
+
+// fragRes returns member j's residuals in a delta fragment that begins
+// at member first: the joint-predicted ones, unless the member hangs on a
+// member before first, which the fragment's receiver may not hold.
+func (e *Encoder) fragRes(first, j int) *resMember {
+	if e.joint {
+		if p := e.links.links[j].parent; p >= 0 && int(p) < first {
+			return &e.dtmp[j]
+		}
+	}
+	return &e.dres[j]
 }
 
 // span is one fragment's member range.
@@ -546,7 +640,7 @@ func (e *Encoder) batchAdd(it *batchIsland) bool {
 		b.st.encodeHead(&b.rc, it)
 		switch it.kind {
 		case batchDelta:
-			b.st.encodeDelta(&b.rc, e.dres)
+			b.st.encodeDelta(&b.rc, e.dres, e.joint)
 		case batchKey:
 			b.st.encodeKey(&b.rc, e.keys)
 		}
@@ -642,6 +736,7 @@ func (e *Encoder) worstBytes(it *batchIsland) int {
 	mag(uint64(it.n) | 1)
 	switch it.kind {
 	case batchDelta:
+		a++ // joint-predicted or not
 		for i := range e.dres {
 			a += 7
 			for _, v := range e.dres[i].d {

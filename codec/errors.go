@@ -20,6 +20,9 @@ var (
 	// (zero counts, index out of range, length mismatch, unknown flag bits,
 	// trailing bytes).
 	ErrMalformed = errors.New("codec: malformed")
+	// ErrNoLinks: a joint-predicted delta met a receiver without the
+	// island's links (its Physics) for the baseline's topology and config.
+	ErrNoLinks = errors.New("codec: joint-predicted delta without the island's links")
 	// ErrNonFinite: a state float is NaN or ±Inf.
 	ErrNonFinite = errors.New("codec: non-finite float")
 	// ErrUnknownType: a control message's type byte names no message of
@@ -58,7 +61,7 @@ var sentinels = [...]struct {
 }{
 	{ErrTruncated, "truncated"}, {ErrBadMagic, "bad-magic"}, {ErrVersion, "unknown-version"},
 	{ErrLimit, "limit"}, {ErrMalformed, "malformed"}, {ErrNonFinite, "non-finite"},
-	{ErrUnknownType, "unknown-type"}, {ErrEmptyFrame, "empty-frame"},
+	{ErrUnknownType, "unknown-type"}, {ErrEmptyFrame, "empty-frame"}, {ErrNoLinks, "no-links"},
 }
 
 // Reason returns the short, kebab-case name of the sentinel err wraps

@@ -108,7 +108,7 @@ func ExampleEncoder() {
 	_ = enc.AddDelta(&next, &codec.Ref{Base: held})
 	dg := enc.Datagrams()[0]
 	h, recs, _ = dec.Decode(dg)
-	ents, _ := recs[0].ExpandDelta(nil, held, h.Time)
+	ents, _ := recs[0].ExpandDelta(nil, held, nil, h.Time)
 	fmt.Println("delta:", len(dg), "bytes, lag", recs[0].Lag, "x", ents[0].Q.X)
 	// Output:
 	// key: 41 bytes, x 1000

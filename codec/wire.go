@@ -82,6 +82,10 @@ type Frame struct {
 // sender, key, time, segment and class, which the delta inherits).
 type Ref struct {
 	Base *baseline.Table
+	// Links, when set, are the island's links for the frame's topology and
+	// config (NewLinks of its Physics): a delta of several members is then
+	// joint-predicted, and its receiver needs the same links to restore it.
+	Links *Links
 }
 
 func appendU(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }

@@ -29,6 +29,8 @@ type wireWorld struct {
 	t   testing.TB
 	enc *Encoder
 	dec *Decoder
+	// links are the receiver's joint-prediction links by island
+	links map[uint32]*Links
 }
 
 func newWireWorld(t testing.TB, cfg Config) *wireWorld {
@@ -108,7 +110,7 @@ func (w *wireWorld) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[
 					if h.Seq-r.Lag != base.ID {
 						w.t.Fatalf("island %d: delta against %d, base is %d", r.Island, h.Seq-r.Lag, base.ID)
 					}
-					if got, err = r.ExpandDelta(nil, base, h.Time); err != nil {
+					if got, err = r.ExpandDelta(nil, base, w.links[r.Island], h.Time); err != nil {
 						w.t.Fatal(err)
 					}
 					info = base.Frame
@@ -568,6 +570,19 @@ func wireGoldenCases(t testing.TB) []wireCase {
 			t.Fatal(err)
 		}
 	})
+	jkey, jnext := goldenJointFrames()
+	add("v2-joint-base", "A keyframe of island 8, a chain of four chain-class links 0.5 m long (anchors (±0.25 m, 0) on each link, in body metres): link 0 hangs by (−0.25, 0) from the world point (0 m, 2 m), link i by (−0.25, 0) from link i − 1's (0.25, 0), each joint a pivot — its Physics, which gives the links of v2-joint. Frame 20 at 1.0 s, datagram 10: link i at angle −π/2 + 0.2·i rad, every link turning at 0.5 rad/s, positions and velocities where the joints put them.", func() {
+		w.enc.Begin(10, 20, 1_000_000)
+		if err := w.enc.AddKey(&jkey); err != nil {
+			t.Fatal(err)
+		}
+	})
+	add("v2-joint", "A joint-predicted delta of island 8 (v2-joint-base, whose Physics gives the links): frame 21 at 1.05 s in datagram 11, coded against frame 20. Each link turned by 0.03 rad and turns at 0.45 + 0.05·i rad/s; positions and velocities are where the joints put them, so their residuals against the joint prediction are a quantum or none, where the baseline's motion would leave tens.", func() {
+		w.enc.Begin(11, 21, 1_050_000)
+		if err := w.enc.AddDelta(&jnext, &Ref{Base: frameTable(&jkey, 1_000_000), Links: NewLinks(goldenJointPhysics())}); err != nil {
+			t.Fatal(err)
+		}
+	})
 	add("v2-edges", "A keyframe with every key field, the packet number, the sequence and the sender at their maxima, time −1, both flags, loose class, and extreme values (±(2⁵³ − 1), the zero identity, the largest identity).", func() {
 		f := Frame{Sender: math.MaxUint32, Key: island.Key{Island: math.MaxUint32, Epoch: math.MaxUint32, Topology: math.MaxUint32, Config: math.MaxUint32, Seq: math.MaxUint32},
 			Segment: math.MaxUint32, Flags: island.FlagInitial | island.FlagReleasing, Class: quant.Loose,
@@ -627,6 +642,11 @@ func describeWire(about string, dg []byte) string {
 			continue
 		case KindDelta:
 			fmt.Fprintf(&b, ", lag %d", r.Lag)
+			if r.Joint {
+				b.WriteString(", joint-predicted (x, y, vx and vy of every member hanging on a member before it, or on the world, against where the joint puts them)")
+			} else if r.Total > 1 || r.Fragments > 1 {
+				b.WriteString(", not joint-predicted")
+			}
 		case KindKey:
 			fmt.Fprintf(&b, ", sender %d, epoch %d, topology %d, config %d, segment %d", r.Sender, r.Epoch, r.Topology, r.Config, r.Segment)
 		}
@@ -661,13 +681,7 @@ func describeWire(about string, dg []byte) string {
 // and v2-small restores their frames 9 against them — every datagram's sum
 // checked, so each restores exactly what was encoded.
 func TestWireGoldensRestore(t *testing.T) {
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(goldenDir, "v2", name+".bin"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(name string) []byte { return readWireGolden(t, name) }
 	w := newWireWorld(t, Config{})
 	for _, pair := range [][2]string{{"v2-key.00", "v2-delta.00"}, {"v2-small-base.00", "v2-small.00"}} {
 		bases := w.receive([][]byte{read(pair[0])}, nil)
@@ -676,6 +690,15 @@ func TestWireGoldensRestore(t *testing.T) {
 			t.Fatalf("%s against %s: %d frames restored, %d baselines", pair[1], pair[0], len(got), len(bases))
 		}
 	}
+}
+
+// readWireGolden reads testdata/golden/v2/name.bin.
+func readWireGolden(t *testing.T, name string) []byte {
+	b, err := os.ReadFile(filepath.Join(goldenDir, "v2", name+".bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // fixCheck rewrites a wire-3 datagram's check to match its bytes.
@@ -706,6 +729,16 @@ func FuzzDecodeWire(f *testing.F) {
 		}
 		return base
 	}
+	// linksOf is a chain's links for a delta of n members against base
+	// (island, topology and config 0): every joint-predicted delta restores.
+	linksOf := func(r *Record) *Links {
+		if !r.Joint {
+			return nil
+		}
+		p := chainLinks(0, r.Total, 0.25, [2]float64{1, 2})
+		p.Topology, p.Config = 0, 0
+		return NewLinks(p)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := ParseStandalone(b, Config{})
 		if err == nil {
@@ -713,7 +746,7 @@ func FuzzDecodeWire(f *testing.F) {
 				t.Fatalf("standalone %+v", r)
 			}
 			if r.Kind == KindDelta {
-				if dst, err = r.ExpandDelta(dst, baseOf(r.Total, r.Class), 0); err != nil || len(dst) != r.N {
+				if dst, err = r.ExpandDelta(dst, baseOf(r.Total, r.Class), linksOf(&r), 0); err != nil || len(dst) != r.N {
 					t.Fatalf("standalone delta expanded %d of %d: %v", len(dst), r.N, err)
 				}
 			}
@@ -745,7 +778,7 @@ func FuzzDecodeWire(f *testing.F) {
 					t.Fatalf("%d members expanded of %d", len(dst), r.N)
 				}
 			case KindDelta:
-				if dst, err = r.ExpandDelta(dst, baseOf(r.Total, r.Class), h.Time); err != nil || len(dst) != r.N {
+				if dst, err = r.ExpandDelta(dst, baseOf(r.Total, r.Class), linksOf(&r), h.Time); err != nil || len(dst) != r.N {
 					t.Fatalf("delta expanded %d of %d: %v", len(dst), r.N, err)
 				}
 			}
@@ -772,7 +805,7 @@ func BenchmarkWireDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if dst, err = recs[0].ExpandDelta(dst, base, h.Time); err != nil {
+		if dst, err = recs[0].ExpandDelta(dst, base, nil, h.Time); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -794,7 +827,7 @@ func TestWireDecodeAllocs(t *testing.T) {
 	var dst []baseline.Entry
 	step := func() {
 		h, recs, _ := w.dec.Decode(dg)
-		dst, _ = recs[0].ExpandDelta(dst, base, h.Time)
+		dst, _ = recs[0].ExpandDelta(dst, base, nil, h.Time)
 		dst = Predict(dst, base, h.Time)
 	}
 	step()
@@ -1218,7 +1251,7 @@ func TestWireDecoderParseStandalone(t *testing.T) {
 	}
 	check := func(what string, r *Record, tm island.Time) {
 		t.Helper()
-		got, err := r.ExpandDelta(nil, base, tm)
+		got, err := r.ExpandDelta(nil, base, nil, tm)
 		if err != nil || len(got) != r.N {
 			t.Fatalf("%s: %d members, %v", what, len(got), err)
 		}
@@ -1265,11 +1298,11 @@ func TestWireClassMustMatchBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := recs[0].ExpandDelta(nil, base, 1_600_000); err != nil {
+	if _, err := recs[0].ExpandDelta(nil, base, nil, 1_600_000); err != nil {
 		t.Fatalf("matching class: %v", err)
 	}
 	base.Frame.Class = quant.Loose
-	if _, err := recs[0].ExpandDelta(nil, base, 1_600_000); !errors.Is(err, ErrMalformed) {
+	if _, err := recs[0].ExpandDelta(nil, base, nil, 1_600_000); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("class rigid against a loose baseline: %v", err)
 	}
 }

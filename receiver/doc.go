@@ -87,7 +87,13 @@
 //     PhysicsRef stands for a Physics whose description the connection
 //     sent before (codec.PhysicsCache); OnControl is handed that Physics.
 //     Config.MaxSimBodies caps the simulations' bodies;
-//     Config.StraightExtrapolation turns it all off.
+//     Config.StraightExtrapolation turns it all off. The same Physics
+//     gives the island's joint-prediction links (codec.NewLinks, kept
+//     for its two latest topology and config pairs whatever the local
+//     simulation's settings): a joint-predicted delta is restored with
+//     those of its baseline's topology and config, and without them it
+//     commits nothing, is counted (WireStats.NoLinks, "wire:no-links") and
+//     asks for a keyframe.
 //   - Every known island has a view: one without a valid pose at r comes as
 //     missing (Mode store.Empty, no poses), and ViewReady says whether every
 //     island critical to interaction is valid at r (never while the clock is

@@ -5,14 +5,15 @@ import (
 
 	"github.com/islandsync/islandsync/assembler"
 	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
 )
 
-// TestParityFollowsLoss: on the chain (240 links, two datagrams a frame),
+// TestParityFollowsLoss: on the chain (240 links, two 576-byte datagrams a frame),
 // a path that loses nothing soon gets no parity at all; one that loses
 // every tenth datagram gets broadcast.DefaultParity records per frame
 // again, and frames are rebuilt from them.
 func TestParityFollowsLoss(t *testing.T) {
-	l := newLagLoop(t, "chain", 20, 2)
+	l := newLagLoopDatagram(t, "chain", 20, 2, 3, codec.MinMaxDatagram)
 	for range 100 { // 5 s: about 400 datagrams judged
 		l.snapshot()
 	}

@@ -367,6 +367,7 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 			keep.Bodies, keep.Joints, keep.Static = slices.Clone(m.Bodies), slices.Clone(m.Joints), slices.Clone(m.Static)
 			r.descs.Add(d, len(r.resolved), &keep)
 		}
+		r.setLinks(&m)
 		if err := r.physics(m); err != nil {
 			return err
 		}
@@ -376,6 +377,7 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 			return fmt.Errorf("%w: physics of island %d names a description not held", ErrRefused, m.Island)
 		}
 		r.resolved = p.Append(r.resolved[:0]) // what OnControl gets for it
+		r.setLinks(&p)
 		if err := r.physics(p); err != nil {
 			return err
 		}

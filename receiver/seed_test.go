@@ -190,7 +190,7 @@ func seedDeclaredBaseline(t *testing.T) {
 	// The same residual against 43 would have made 10060: the receiver
 	// restored 44 from the baseline the record named.
 	base43 := r.rx.islandOf(seedA).kept.Find(43)
-	if ents, err := rec44.ExpandDelta(nil, base43, 1_100_000); err != nil || ents[0].Q.X != 10060 {
+	if ents, err := rec44.ExpandDelta(nil, base43, nil, 1_100_000); err != nil || ents[0].Q.X != 10060 {
 		t.Fatalf("44's residual against 43: %v %v", ents, err)
 	}
 	if b := r.rx.islandOf(seedB).kept.Newest(); b == nil || b.ID != 42 || b.Frame.Time != 1_000_000 || b.Entries[0].Q.X != 11000 {

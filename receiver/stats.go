@@ -133,6 +133,7 @@ func (s *Stats) Rejects(fn func(reason string, n uint64)) {
 		emit("store:"+c.String(), s.Store.Count(c))
 	}
 	emit("wire:no-baseline", s.Wire.NoBaseline)
+	emit("wire:no-links", s.Wire.NoLinks)
 	emit("wire:refused", s.Wire.Refused)
 	emit("wire:sum-mismatch", s.Wire.Digest)
 	emit("wire:unverified", s.Wire.Unverified)

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/islandsync/islandsync/assembler"
@@ -16,6 +17,41 @@ import (
 // committed within the window of broadcasts both ends keep to.
 type islandBases struct {
 	kept baseline.Kept
+	// links are the joint-prediction links of the island's two latest
+	// Physics descriptions, newest first (nil: none, or no member hangs
+	// on another): a joint-predicted delta is restored with the pair
+	// whose topology and config are its baseline's.
+	links [2]*codec.Links
+}
+
+// setLinks keeps the links of Physics m for its island, when m describes
+// the island's current manifest: they replace those of the same topology
+// and config, else they become the newest and the older pair gives way.
+func (r *Receiver) setLinks(m *codec.Physics) {
+	man, ok := r.val.Manifest(m.Island)
+	if !ok || man.Topology != m.Topology || man.Config != m.Config || len(man.Members) != len(m.Bodies) {
+		return
+	}
+	s := r.islandOf(m.Island)
+	if s == nil {
+		return
+	}
+	l := codec.NewLinks(m)
+	if l0 := s.links[0]; l0 == nil || l0.Topology != m.Topology || l0.Config != m.Config {
+		s.links[1] = s.links[0]
+	}
+	s.links[0] = l
+}
+
+// linksFor returns the island's links for frames of topology and config,
+// or nil.
+func (s *islandBases) linksFor(topology, config uint32) *codec.Links {
+	for _, l := range s.links {
+		if l != nil && l.Topology == topology && l.Config == config {
+			return l
+		}
+	}
+	return nil
 }
 
 // WireStats counts what the wire-3 path did.
@@ -24,6 +60,7 @@ type WireStats struct {
 	Keyframes  uint64 // key records
 	Stored     uint64 // frames kept as baselines
 	NoBaseline uint64 // records naming a baseline not held (a keyframe is asked for)
+	NoLinks    uint64 // joint-predicted deltas of an island whose Physics (for the baseline's topology and config) is not held (a keyframe is asked for)
 	Digest     uint64 // datagrams whose whole frames, as restored, did not match the datagram's sum (keyframes asked for)
 	Unverified uint64 // datagrams with a whole frame that could not be restored: none of their whole frames commits
 	Refused    uint64 // frames restored whole but refused by validation, or fragments refused by reassembly (a keyframe is asked for)
@@ -265,10 +302,18 @@ func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record) {
 		}
 		return
 	}
-	ents, err := rec.ExpandDelta(r.ents, base, h.Time)
+	var links *codec.Links
+	if rec.Joint {
+		links = s.linksFor(base.Frame.Key.Topology, base.Frame.Key.Config)
+	}
+	ents, err := rec.ExpandDelta(r.ents, base, links, h.Time)
 	r.ents = ents
 	if err != nil {
-		r.stats.Decode.add(err)
+		if errors.Is(err, codec.ErrNoLinks) {
+			r.stats.Wire.NoLinks++
+		} else {
+			r.stats.Decode.add(err)
+		}
 		r.requestKey(rec.Island)
 		if rec.Fragments == 1 {
 			r.wholeBad = true

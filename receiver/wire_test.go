@@ -59,6 +59,12 @@ func newLoopConfig(t testing.TB, names string, cfg broadcast.Config) *loop {
 	return l
 }
 
+// smallDatagrams caps datagrams at the smallest size an observer may
+// ask for (576 bytes): the chain's frames, which joint prediction keeps
+// within one datagram of the default size, are then cut into fragments,
+// for the tests of reassembly and parity.
+var smallDatagrams = codec.Config{MaxDatagram: codec.MinMaxDatagram}
+
 // step runs one simulation step; drop decides the fate of each datagram.
 func (l *loop) step(drop func(i int) bool) {
 	l.send()
@@ -218,7 +224,7 @@ func TestWireSteadyStateAllocs(t *testing.T) {
 // reconstruction (its working slices), a few per rebuilt frame — bounded
 // here, so that a leak per record would fail.
 func TestWireParityAllocs(t *testing.T) {
-	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2})
+	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2, Codec: smallDatagrams})
 	dec, _ := codec.NewDecoder(codec.Config{})
 	drop := func(i int) bool { return i == 0 && fragmented(t, dec, l.dgs[i].Bytes) }
 	n, rebuilt := receiveAllocs(l, drop)
@@ -250,7 +256,7 @@ func fragmented(t testing.TB, dec *codec.Decoder, dg []byte) bool {
 // broadcaster reading that feedback, and the fragments rebuilt from parity,
 // over 100 more; drop decides the fate of each datagram.
 func receiveAllocs(l *loop, drop func(i int) bool) (mallocs, rebuilt uint64) {
-	for range 400 {
+	for range 1200 { // 20 s: ten keyframe turns, every buffer at its size
 		l.step(drop)
 	}
 	rebuilt = l.rx.Stats().Assembler.Count(assembler.Rebuilt)
@@ -277,7 +283,7 @@ func receiveAllocs(l *loop, drop func(i int) bool) (mallocs, rebuilt uint64) {
 // fragments; without parity almost none does.
 func TestWireParityRebuilds(t *testing.T) {
 	commits := func(parity int) (Stats, uint64) {
-		l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: parity})
+		l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: parity, Codec: smallDatagrams})
 		dec, _ := codec.NewDecoder(codec.Config{})
 		for range 240 { // 4 s
 			lost := false
@@ -308,7 +314,7 @@ func TestWireParityRebuilds(t *testing.T) {
 // frame (its head forged) is refused and counted, one whose coded members
 // were forged fails the frame's digest, and nothing panics.
 func TestWireParityHostile(t *testing.T) {
-	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2})
+	l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Parity: 2, Codec: smallDatagrams})
 	dec, _ := codec.NewDecoder(codec.Config{})
 	var lostFrames, bad int
 	for range 240 {
@@ -497,7 +503,7 @@ func TestWireHugeBatchIsRefused(t *testing.T) {
 // committed again, the chain's frames cut into several datagrams included,
 // and no new frame is refused as stale.
 func TestRestartAfterLongUptime(t *testing.T) {
-	l := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 1})
+	l := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 1, Codec: smallDatagrams})
 	for range 600 {
 		l.step(nil)
 	}
@@ -505,7 +511,7 @@ func TestRestartAfterLongUptime(t *testing.T) {
 	if before.Assembler.Count(assembler.Completed) == 0 {
 		t.Fatal("setup: no frame was cut into several datagrams")
 	}
-	next := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 2})
+	next := newLoopConfig(t, "chain,ragdolls,break", broadcast.Config{Wire: 3, Timeline: 2, Codec: smallDatagrams})
 	l.auth, l.bc = next.auth, next.bc // the restarted authority, the same receiver
 	fragmented := before.Assembler.Count(assembler.Completed)
 	broadcasts := 0

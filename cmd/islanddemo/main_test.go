@@ -20,8 +20,8 @@ func testOptions(seed uint64) options {
 // the default impairments, on both wire formats, and checks the report: the
 // pipeline never shows a half-frame and its joint error stays near the
 // server's own, while the naive receiver tears structures apart — on wire 1
-// by applying parts of frames, on wire 3 by applying deltas to whatever it
-// last showed.
+// by applying parts of frames, on wire 3 by applying parts of frames and
+// deltas to whatever it last showed.
 func TestDemoHoldsUnderLoss(t *testing.T) {
 	for _, wire := range []int{1, 3} {
 		t.Run(fmt.Sprintf("wire=%d", wire), func(t *testing.T) {
@@ -51,7 +51,15 @@ func TestDemoHoldsUnderLoss(t *testing.T) {
 					t.Errorf("%s: pipeline max error %.4f above naive %.4f", s.Name, s.Pipeline.MaxJointError, s.Naive.MaxJointError)
 				}
 			}
-			for _, name := range []string{"bridge", "chain", "handoff"} {
+			torn := []string{"bridge", "chain", "handoff"}
+			if wire == 3 {
+				// The hand-off chain's frames fit one datagram and its
+				// deltas are joint-predicted: a delta the naive receiver
+				// applies to the wrong baseline leaves the links hanging
+				// together (in the wrong pose), so it tears nothing there.
+				torn = torn[:2]
+			}
+			for _, name := range torn {
 				for _, s := range rep.Scenarios {
 					if s.Name != name {
 						continue

@@ -74,12 +74,22 @@ type naive struct {
 	rep  *physics.Replica
 	last map[uint32]*baseline.Table // per island, what it last applied
 	ents []baseline.Entry
+	// links are each island's newest joint-prediction links, taken
+	// straight from the authority's Physics, whatever frame they meet
+	links map[uint32]*codec.Links
+}
+
+// physics keeps the links of an authority Physics message.
+func (n *naive) physics(m codec.Message) {
+	if p, ok := m.(codec.Physics); ok {
+		n.links[p.Island] = codec.NewLinks(&p)
+	}
 }
 
 func newNaive(w *physics.World) *naive {
 	dec, _ := codec.NewFloatDecoder(codec.Config{})
 	dec2, _ := codec.NewDecoder(codec.Config{})
-	return &naive{dec: dec, dec2: dec2, rep: physics.NewReplica(w), last: map[uint32]*baseline.Table{}}
+	return &naive{dec: dec, dec2: dec2, rep: physics.NewReplica(w), last: map[uint32]*baseline.Table{}, links: map[uint32]*codec.Links{}}
 }
 
 func (n *naive) receive(dg []byte) {
@@ -117,7 +127,15 @@ func (n *naive) receiveWire(dg []byte) {
 			if base == nil || len(base.Entries) != r.Total {
 				continue
 			}
-			ents, err := r.ExpandDelta(n.ents, base, h.Time)
+			links := n.links[r.Island]
+			if links != nil && links.Members() == r.Total {
+				// the naive receiver takes any links of the island for its
+				// baseline's, whatever their topology and config
+				l := *links
+				l.Topology, l.Config = base.Frame.Key.Topology, base.Frame.Key.Config
+				links = &l
+			}
+			ents, err := r.ExpandDelta(n.ents, base, links, h.Time)
 			n.ents = ents
 			if err == nil {
 				n.apply(r.Island, base.Frame, r.First, r.Total, ents)

@@ -281,6 +281,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 			tr.record()
 			for _, msg := range ctl {
 				_ = bc.Apply(msg)
+				nv.physics(msg)
 			}
 			bc.Frames(frames)
 			ctlBuf, dgs = bc.Take(observer, ctlBuf[:0], dgs[:0])
