@@ -13,9 +13,10 @@
 // alike (islands built the same way share one): the broadcaster keeps each
 // observer's table of held descriptions by the rule codec.PhysicsCache
 // states, digests only. The same Physics gives the island's joint-
-// prediction links (codec.NewLinks): a delta of an island whose members
-// hang on each other by pivot joints is coded against where the joints put
-// them, which on the 240-link chain halves its bytes. A frame cut into
+// prediction links (codec.NewLinks): keyframes and deltas of an island
+// whose members hang on each other by pivot joints are coded against where
+// the joints put them, which on the 240-link chain halves its bytes — all
+// but a keyframe the observer asked for, which restores without the links. A frame cut into
 // several datagrams carries up to DefaultParity Reed–Solomon parity records
 // (Config.Parity): the frame still completes when up to that many of its
 // datagrams are lost. An observer whose own confirmations

@@ -142,9 +142,6 @@ type quantized struct {
 	f     codec.Frame
 	table *baseline.Table
 	imp   float64 // importance, when some observer has a budget
-	// links are the island's joint-prediction links (nil: none): its
-	// deltas are joint-predicted
-	links *codec.Links
 }
 
 // framesQuant encodes a broadcast for every observer: per island a keyframe or
@@ -196,7 +193,7 @@ func (b *Broadcaster) broadcastQuant(frames []*island.Frame) {
 			q.imp = b.importance(f)
 		}
 		if len(f.Members) > 1 {
-			q.links = b.physics[f.Key.Island].links // AddDelta checks they describe the frame
+			q.f.Links = b.physics[f.Key.Island].links // the encoder checks they describe the frame
 		}
 		b.quant = append(b.quant, q)
 	}
@@ -273,12 +270,20 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 			var err error
 			switch base := b.deltaBase(oi, q); {
 			case base != nil:
-				err = enc.AddDelta(&q.f, &codec.Ref{Base: base, Links: q.links})
+				err = enc.AddDelta(&q.f, &codec.Ref{Base: base})
 				if budget > 0 && err == nil {
 					oi.deltaCost = dataCost(enc, size, par, parity)
 				}
 			default:
-				err = enc.AddKey(&q.f)
+				f := &q.f
+				if oi.wantKey && f.Links != nil {
+					// A keyframe asked for restores without the island's
+					// links: an observer that lacks them still gets it.
+					plain := *f
+					plain.Links = nil
+					f = &plain
+				}
+				err = enc.AddKey(f)
 				if budget > 0 && err == nil {
 					oi.keyCost = dataCost(enc, size, par, parity)
 				}

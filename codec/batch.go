@@ -265,18 +265,32 @@ func (s *batchState) encodeDeltaMember(e *rcEncoder, r *resMember, multi bool) {
 	}
 }
 
-// encodeKey codes a keyframe's members.
-func (s *batchState) encodeKey(e *rcEncoder, ms []keyMember) {
+// encodeKey codes a whole keyframe's members: for a keyframe of several
+// members, first whether it is joint-predicted, jp then holding each
+// member's joint prediction (its parents are all in the record).
+func (s *batchState) encodeKey(e *rcEncoder, ms []keyMember, joint bool, jp []jointPred) {
 	s.keyHas = false
+	if len(ms) > 1 {
+		s.encodeJoint(e, joint)
+	}
 	for i := range ms {
-		s.encodeKeyMember(e, &ms[i])
+		var p *[4]int64
+		if joint && jp[i].ok {
+			p = &jp[i].v
+		}
+		s.encodeKeyMember(e, &ms[i], p)
 	}
 }
 
+// jointField is, per member field, its place in a joint prediction (x, y,
+// vx, vy), or −1 for the angle and angular velocity, which have none.
+var jointField = [6]int{0, 1, -1, 2, 3, -1}
+
 // encodeKeyMember codes one keyframe member: its values as such when it
 // is the first of its frame (or fragment), else as differences from the
-// member before it.
-func (s *batchState) encodeKeyMember(e *rcEncoder, k *keyMember) {
+// member before it — but, given its joint prediction jp, its x, y, vx and
+// vy as differences from that.
+func (s *batchState) encodeKeyMember(e *rcEncoder, k *keyMember, jp *[4]int64) {
 	m := &s.m
 	e.cat = catIndex
 	d := int64(k.stable - s.prevStable)
@@ -295,7 +309,10 @@ func (s *batchState) encodeKeyMember(e *rcEncoder, k *keyMember) {
 		j = 1
 	}
 	for f, v := range k.v {
-		if s.keyHas {
+		switch jf := jointField[f]; {
+		case jp != nil && jf >= 0:
+			v -= jp[jf]
+		case s.keyHas:
 			v -= s.keyPrev[f]
 		}
 		e.cat = fieldCat[f]
@@ -453,20 +470,26 @@ func (s *batchState) decodeDeltaMember(d *rcDecoder, i int, multi bool, res []in
 }
 
 // decodeKey reads n key members onto vals: stable id, generation and six
-// values each.
-func (s *batchState) decodeKey(d *rcDecoder, n int, vals []int64) ([]int64, bool) {
+// values each — first, when bit is set (several members, or a fragment),
+// whether the keyframe is joint-predicted. A joint-predicted keyframe's
+// values are left as coded (Record.ExpandKey resolves them with the
+// island's links).
+func (s *batchState) decodeKey(d *rcDecoder, n int, vals []int64, bit bool) (_ []int64, joint, ok bool) {
 	s.keyHas = false
+	if bit {
+		joint = d.bit(&s.m.joint)
+	}
 	for range n {
-		var ok bool
-		if vals, ok = s.decodeKeyMember(d, vals); !ok {
-			return vals, false
+		if vals, ok = s.decodeKeyMember(d, vals, joint); !ok {
+			return vals, joint, false
 		}
 	}
-	return vals, true
+	return vals, joint, true
 }
 
-// decodeKeyMember reads one keyframe member (encodeKeyMember).
-func (s *batchState) decodeKeyMember(d *rcDecoder, vals []int64) ([]int64, bool) {
+// decodeKeyMember reads one keyframe member (encodeKeyMember); raw leaves
+// its values as coded.
+func (s *batchState) decodeKeyMember(d *rcDecoder, vals []int64, raw bool) ([]int64, bool) {
 	m := &s.m
 	stable := s.prevStable
 	if d.bit(&m.idMoved) {
@@ -499,7 +522,7 @@ func (s *batchState) decodeKeyMember(d *rcDecoder, vals []int64) ([]int64, bool)
 				return vals, false
 			}
 		}
-		if s.keyHas {
+		if s.keyHas && !raw {
 			v += s.keyPrev[f]
 		}
 		s.keyPrev[f] = v

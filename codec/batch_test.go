@@ -394,7 +394,7 @@ func TestBatchAllocs(t *testing.T) {
 			}
 			for i := range recs {
 				if recs[i].Kind == KindKey {
-					dst = recs[i].ExpandKey(dst, 450_000)
+					dst, _ = recs[i].ExpandKey(dst, nil, 450_000)
 				}
 			}
 		}
@@ -464,7 +464,7 @@ func TestWorstBytesBounds(t *testing.T) {
 		before := b.rc.bound()
 		b.st.encodeHead(&b.rc, &it)
 		if it.kind == batchKey {
-			b.st.encodeKey(&b.rc, e.keys)
+			b.st.encodeKey(&b.rc, e.keys, false, nil)
 		} else {
 			b.st.encodeDelta(&b.rc, e.dres, false)
 		}

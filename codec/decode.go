@@ -325,7 +325,7 @@ func (p *parser) record(r *Record, cfg *Config, last uint32, first bool) error {
 	var ok bool
 	if r.Kind == KindKey {
 		vs := len(*p.vals)
-		if *p.vals, ok = st.decodeKey(p.rc, r.N, *p.vals); !ok {
+		if *p.vals, r.Joint, ok = st.decodeKey(p.rc, r.N, *p.vals, true); !ok {
 			return fail(ErrMalformed, at, "fragment: key value")
 		}
 		r.vals = (*p.vals)[vs:len(*p.vals):len(*p.vals)]
@@ -391,17 +391,65 @@ func (p *parser) parity(r *Record) error {
 func (r *Record) Shard() []byte { return r.members }
 
 // ExpandKey decodes a key record's members into dst (reused), with the
-// record's Segment and the datagram time t in every record.
-func (r *Record) ExpandKey(dst []baseline.Entry, t island.Time) []baseline.Entry {
+// record's Segment and the datagram time t in every record. A
+// joint-predicted keyframe needs links, the island's for the record's
+// topology and config (nil otherwise is fine): without them it reports
+// ErrNoLinks.
+func (r *Record) ExpandKey(dst []baseline.Entry, links *Links, t island.Time) ([]baseline.Entry, error) {
 	dst = dst[:0]
-	for v := r.vals; len(v) >= 8; v = v[8:] {
+	if r.Joint {
+		if links == nil || links.Members() != r.Total || links.Island != r.Island || links.Topology != r.Topology || links.Config != r.Config {
+			return dst, fail(ErrNoLinks, -1, "joint-predicted keyframe")
+		}
+		if !jointOK(r.Class.Precision()) {
+			return dst, fail(ErrMalformed, -1, "joint-predicted keyframe at this precision")
+		}
+	}
+	p := r.Class.Precision()
+	for i, v := 0, r.vals; len(v) >= 8; i, v = i+1, v[8:] {
 		var e baseline.Entry
 		e.ID = island.MemberID{Stable: uint64(v[0]), Generation: uint32(v[1])}
 		e.Q = quant.State{X: v[2], Y: v[3], Angle: v[4], VX: v[5], VY: v[6], AngVel: v[7]}
 		e.Time, e.Segment = t, r.Segment
+		if r.Joint {
+			r.resolveKey(&e.Q, dst, i, links, p)
+		}
 		dst = append(dst, e)
 	}
-	return dst
+	return dst, nil
+}
+
+// resolveKey turns member i's values as coded in a joint-predicted
+// keyframe into its values, given the members before it in dst: its x, y,
+// vx and vy against its joint prediction when it hangs on the world or on
+// a member of this record, every other value against the member before
+// it (the record's first member: as such).
+func (r *Record) resolveKey(q *quant.State, dst []baseline.Entry, i int, links *Links, p quant.Precision) {
+	var prev quant.State
+	if i > 0 {
+		prev = dst[i-1].Q
+	}
+	q.Angle += prev.Angle
+	q.AngVel += prev.AngVel
+	lk := &links.links[r.First+i]
+	if lk.parent == linkWorld || lk.parent >= int32(r.First) {
+		var par *quant.State
+		if lk.parent >= 0 {
+			par = &dst[int(lk.parent)-r.First].Q
+		}
+		pred := *q
+		if predictJoint(&pred, par, lk, p) {
+			q.X += pred.X
+			q.Y += pred.Y
+			q.VX += pred.VX
+			q.VY += pred.VY
+			return
+		}
+	}
+	q.X += prev.X
+	q.Y += prev.Y
+	q.VX += prev.VX
+	q.VY += prev.VY
 }
 
 // ExpandDelta decodes a delta record's members [First, First+N) against
@@ -630,7 +678,7 @@ func (d *Decoder) batch(p *parser, last uint32, first bool) (uint32, error) {
 			r.Epoch, r.Topology, r.Config, r.Segment = it.key[1], it.key[2], it.key[3], it.key[4]
 			vs := len(d.ps.vals)
 			var ok bool
-			if d.ps.vals, ok = st.decodeKey(&d.ps.rc, it.n, d.ps.vals); !ok {
+			if d.ps.vals, r.Joint, ok = st.decodeKey(&d.ps.rc, it.n, d.ps.vals, it.n > 1); !ok {
 				return 0, fail(ErrMalformed, at, "batch: key value")
 			}
 			r.vals = d.ps.vals[vs:len(d.ps.vals):len(d.ps.vals)]

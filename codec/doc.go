@@ -56,14 +56,15 @@
 // (its check, framing, caps) and returns one record per island — a batch's
 // predicted islands gathered into runs — whose members expand with
 // ExpandKey, ExpandDelta (given the baseline) and Predict (runs).
-// Joint prediction (joint.go): a delta of an island whose members hang on
-// each other by pivot joints — a chain, a ragdoll — codes each such
-// member's position and velocity against where its joint puts it, from
-// the member it hangs on as just restored and its own angle, not against
-// the baseline's motion: on the 240-link chain that halves the bytes. Both
+// Joint prediction (joint.go): a keyframe or delta of an island whose
+// members hang on each other by pivot joints — a chain, a ragdoll — codes
+// each such member's position and velocity against where its joint puts
+// it, from the member it hangs on as just restored and its own angle, not
+// against the baseline's motion or the member before: on the 240-link
+// chain that halves the bytes and keeps every frame in one datagram. Both
 // ends build the island's Links from its Physics (NewLinks): the encoder
-// through Ref.Links, the receiver for ExpandDelta, which refuses a
-// joint-predicted record without them (ErrNoLinks). The arithmetic is in
+// through Frame.Links, the receiver for ExpandKey and ExpandDelta, which
+// refuse a joint-predicted record without them (ErrNoLinks). The arithmetic is in
 // integers only — a generated cosine table (trig_table.go) and fixed-point
 // anchors — so every architecture restores the same bits.
 // Residuals is the six values a delta member carries against its

@@ -85,7 +85,9 @@ type Encoder struct {
 	joint bool
 	dtmp  []resMember
 	links *Links
-	keys  []keyMember // the keyframe being added: each member
+	// kjp: a joint-predicted keyframe's members' joint predictions
+	kjp  []jointPred
+	keys []keyMember // the keyframe being added: each member
 	// islands each datagram carries records of, back to back; islEnds
 	// holds each closed datagram's end in isl
 	isl     []uint32
@@ -302,6 +304,10 @@ func (e *Encoder) AddKey(f *Frame) error {
 			v: [6]int64{m.Q.X, m.Q.Y, m.Q.Angle, m.Q.VX, m.Q.VY, m.Q.AngVel}})
 	}
 	e.keys = keys
+	e.joint, e.links = false, nil
+	if linksFit(f) {
+		e.jointKey(f, f.Links)
+	}
 	it := batchIsland{island: f.Key.Island, kind: batchKey, class: f.Class, flags: f.Flags, n: len(f.Members),
 		key: [5]uint32{uint32(f.Sender), f.Key.Epoch, f.Key.Topology, f.Key.Config, f.Segment}}
 	if e.batchAdd(&it) {
@@ -354,9 +360,8 @@ func (e *Encoder) AddDelta(f *Frame, ref *Ref) error {
 		it.kind = batchPredicted
 	}
 	e.joint, e.links = false, nil
-	if l := ref.Links; !unchanged && l != nil && len(f.Members) > 1 && l.Members() == len(f.Members) &&
-		l.Island == f.Key.Island && l.Topology == f.Key.Topology && l.Config == f.Key.Config && jointOK(f.Class.Precision()) {
-		e.jointResiduals(f, l)
+	if !unchanged && linksFit(f) {
+		e.jointResiduals(f, f.Links)
 	}
 	if e.batchAdd(&it) {
 		return nil
@@ -366,6 +371,90 @@ func (e *Encoder) AddDelta(f *Frame, ref *Ref) error {
 	pre = appendU(pre, uint64(lag))
 	e.rec = pre
 	return e.emit(head(KindDelta, f.Class, f.Flags), f, lag, len(pre))
+}
+
+// linksFit reports whether f may be joint-predicted: it has links for its
+// island, topology, config and member count, more than one member, and a
+// precision joint prediction works in.
+func linksFit(f *Frame) bool {
+	l := f.Links
+	return l != nil && len(f.Members) > 1 && l.Members() == len(f.Members) && l.Island == f.Key.Island &&
+		l.Topology == f.Key.Topology && l.Config == f.Key.Config && jointOK(f.Class.Precision())
+}
+
+// jointKey makes the keyframe being added (its members in e.keys)
+// joint-predicted when that comes out cheaper: e.kjp gets, for each member
+// hanging on an earlier member or the world by links l, the x, y, vx and
+// vy its joint puts it at (from its own angle and angular velocity and its
+// parent's values), which its values are then coded against.
+func (e *Encoder) jointKey(f *Frame, l *Links) {
+	p := f.Class.Precision()
+	e.kjp = slices.Grow(e.kjp[:0], len(f.Members))[:len(f.Members)]
+	plain, joint := 0, 0
+	for i := range f.Members {
+		cur := &f.Members[i].Q
+		jp := &e.kjp[i]
+		jp.ok = false
+		var d [6]int64 // what the member codes without links: its values less the member before's
+		for k, v := range e.keys[i].v {
+			d[k] = v
+			if i > 0 {
+				d[k] -= e.keys[i-1].v[k]
+			}
+		}
+		plain += valuesCost(d)
+		if lk := &l.links[i]; lk.parent != linkNone {
+			var par *quant.State
+			if lk.parent >= 0 {
+				par = &f.Members[lk.parent].Q
+			}
+			pred := *cur
+			if predictJoint(&pred, par, lk, p) {
+				jp.ok, jp.v = true, [4]int64{pred.X, pred.Y, pred.VX, pred.VY}
+				d[0], d[1], d[3], d[4] = cur.X-pred.X, cur.Y-pred.Y, cur.VX-pred.VX, cur.VY-pred.VY
+			}
+		}
+		joint += valuesCost(d)
+	}
+	if joint < plain {
+		e.joint, e.links = true, l
+	}
+}
+
+// jointPred is a keyframe member's joint prediction: x, y, vx, vy.
+type jointPred struct {
+	ok bool
+	v  [4]int64
+}
+
+// keyPred returns the joint prediction member j of the keyframe being
+// added is coded against in a record whose first member is first, or nil:
+// none when the keyframe is not joint-predicted, the member hangs on
+// nothing, or it hangs on a member before first.
+func (e *Encoder) keyPred(first, j int) *[4]int64 {
+	if !e.joint || !e.kjp[j].ok {
+		return nil
+	}
+	if p := e.links.links[j].parent; p >= 0 && int(p) < first {
+		return nil
+	}
+	return &e.kjp[j].v
+}
+
+// valuesCost is resCost's estimate for one member's six coded values.
+func valuesCost(d [6]int64) int {
+	n := 0
+	for _, v := range d {
+		n++
+		if v != 0 {
+			u := uint64(v)
+			if v < 0 {
+				u = -u
+			}
+			n += 2 * bits.Len64(u)
+		}
+	}
+	return n
 }
 
 // jointResiduals turns the delta being added (its residuals against the
@@ -418,18 +507,8 @@ func resCost(ms []resMember) int {
 	n := 0
 	for i := range ms {
 		n++
-		if ms[i].mask == 0 {
-			continue
-		}
-		for _, v := range ms[i].d {
-			n++
-			if v != 0 {
-				u := uint64(v)
-				if v < 0 {
-					u = -u
-				}
-				n += 2 * bits.Len64(u)
-			}
+		if ms[i].mask != 0 {
+			n += valuesCost(ms[i].d)
 		}
 	}
 	return n
@@ -541,15 +620,13 @@ func (e *Encoder) cut(key bool, n, room int) bool {
 		st.reset()
 		st.deltaPrev, st.keyHas = 1, false
 		rc.reset(rc.out)
-		if !key {
-			st.encodeJoint(rc, e.joint)
-		}
+		st.encodeJoint(rc, e.joint)
 		k := 0
 		for first+k < n {
 			mark := rc.mark()
 			pos := st.batchPos
 			if key {
-				st.encodeKeyMember(rc, &e.keys[first+k])
+				st.encodeKeyMember(rc, &e.keys[first+k], e.keyPred(first, first+k))
 			} else {
 				st.encodeDeltaMember(rc, e.fragRes(first, first+k), true)
 			}
@@ -642,7 +719,7 @@ func (e *Encoder) batchAdd(it *batchIsland) bool {
 		case batchDelta:
 			b.st.encodeDelta(&b.rc, e.dres, e.joint)
 		case batchKey:
-			b.st.encodeKey(&b.rc, e.keys)
+			b.st.encodeKey(&b.rc, e.keys, e.joint, e.kjp)
 		}
 		if safe || reserve+b.rc.bound() <= e.room() {
 			b.members += it.n
@@ -746,6 +823,7 @@ func (e *Encoder) worstBytes(it *batchIsland) int {
 			}
 		}
 	case batchKey:
+		a++ // joint-predicted or not
 		for _, v := range it.key {
 			a++
 			mag(uint64(v) + 1)
@@ -757,8 +835,12 @@ func (e *Encoder) worstBytes(it *batchIsland) int {
 			signed(int64(k.stable-prev) | 1)
 			prev = k.stable
 			mag(uint64(k.gen) + 1)
+			jp := e.keyPred(0, i)
 			for f, v := range k.v {
-				if i > 0 {
+				switch j := jointField[f]; {
+				case jp != nil && j >= 0:
+					v -= jp[j]
+				case i > 0:
 					v -= e.keys[i-1].v[f]
 				}
 				if v != 0 {

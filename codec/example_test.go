@@ -99,7 +99,8 @@ func ExampleEncoder() {
 	enc.Begin(0, 10, 500_000)
 	_ = enc.AddKey(&key)
 	h, recs, _ := dec.Decode(enc.Datagrams()[0])
-	held := &baseline.Table{ID: h.Seq, Entries: recs[0].ExpandKey(nil, h.Time),
+	members, _ := recs[0].ExpandKey(nil, nil, h.Time) // no links: the island has no joints
+	held := &baseline.Table{ID: h.Seq, Entries: members,
 		Frame: baseline.FrameInfo{Sender: 1, Key: key.Key, Time: h.Time, Class: quant.Rigid}}
 	fmt.Println("key:", len(enc.Datagrams()[0]), "bytes, x", held.Entries[0].Q.X)
 

@@ -212,25 +212,11 @@ func TestJointRoundTrip(t *testing.T) {
 			base := frameTable(&key, 500_000)
 			phys := chainLinks(9, c.n, 0.25, [2]float64{0, 20})
 			links := NewLinks(phys)
-			size := func(l *Links) (int, *wireWorld, [][]byte) {
-				w := newWireWorld(t, Config{MaxDatagram: c.maxDatagram})
-				w.links = map[uint32]*Links{9: links}
+			w, dgs := jointSaves(t, c.maxDatagram, links, func(w *wireWorld, l *Links) error {
 				w.enc.Begin(3, 12, 600_000)
-				if err := w.enc.AddDelta(&next, &Ref{Base: base, Links: l}); err != nil {
-					t.Fatal(err)
-				}
-				dgs := cloneAll(w.enc.Datagrams())
-				n := 0
-				for _, dg := range dgs {
-					n += len(dg)
-				}
-				return n, w, dgs
-			}
-			plain, _, _ := size(nil)
-			joint, w, dgs := size(links)
-			if joint >= plain*3/4 {
-				t.Errorf("%d bytes with links, %d without: joint prediction saved too little", joint, plain)
-			}
+				next.Links = l
+				return w.enc.AddDelta(&next, &Ref{Base: base})
+			})
 			frags := 0
 			for _, dg := range dgs {
 				_, recs, err := w.dec.Decode(dg)
@@ -277,6 +263,33 @@ func TestJointRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jointSaves encodes island 9's frame with add, without links and then
+// with links, and checks that the links save at least a quarter of the
+// bytes. It returns the world (its receiver holding links) and the
+// datagrams of the second.
+func jointSaves(t *testing.T, maxDatagram int, links *Links, add func(*wireWorld, *Links) error) (*wireWorld, [][]byte) {
+	t.Helper()
+	send := func(l *Links) (int, *wireWorld, [][]byte) {
+		w := newWireWorld(t, Config{MaxDatagram: maxDatagram})
+		w.links = map[uint32]*Links{9: links}
+		if err := add(w, l); err != nil {
+			t.Fatal(err)
+		}
+		dgs := cloneAll(w.enc.Datagrams())
+		n := 0
+		for _, dg := range dgs {
+			n += len(dg)
+		}
+		return n, w, dgs
+	}
+	plain, _, _ := send(nil)
+	joint, w, dgs := send(links)
+	if joint >= plain*3/4 {
+		t.Errorf("%d bytes with links, %d without: joint prediction saved too little", joint, plain)
+	}
+	return w, dgs
 }
 
 // TestJointGoldenRestores: v2-joint restores from v2-joint-base with the
@@ -326,7 +339,8 @@ func BenchmarkExpandJoint(b *testing.B) {
 		b.Run(fmt.Sprintf("joint=%v", l != nil), func(b *testing.B) {
 			w := newWireWorld(b, Config{MaxDatagram: MaxMaxDatagram})
 			w.enc.Begin(3, 12, 600_000)
-			if err := w.enc.AddDelta(&next, &Ref{Base: base, Links: l}); err != nil {
+			next.Links = l
+			if err := w.enc.AddDelta(&next, &Ref{Base: base}); err != nil {
 				b.Fatal(err)
 			}
 			_, recs, err := w.dec.Decode(w.enc.Datagrams()[0])
@@ -365,7 +379,8 @@ func TestJointOnlyWhenCheaper(t *testing.T) {
 	}{{&still, false}, {&swung, true}} {
 		w := newWireWorld(t, Config{})
 		w.enc.Begin(3, 12, 600_000)
-		if err := w.enc.AddDelta(c.f, &Ref{Base: base, Links: links}); err != nil {
+		c.f.Links = links
+		if err := w.enc.AddDelta(c.f, &Ref{Base: base}); err != nil {
 			t.Fatal(err)
 		}
 		_, recs, err := w.dec.Decode(w.enc.Datagrams()[0])
@@ -379,5 +394,46 @@ func TestJointOnlyWhenCheaper(t *testing.T) {
 		if got := w.receive(w.enc.Datagrams(), map[uint32]*baseline.Table{9: base}); !sameMembers(got[9].Entries, frameTable(c.f, 600_000).Entries) {
 			t.Error("restored another frame")
 		}
+	}
+}
+
+// TestJointKeyRoundTrip: a swinging chain's keyframe coded with its links
+// restores to the very integers sent, whole and cut into fragments (whose
+// first members hang on members before them, so are coded against the
+// member before as ever), at well under the bytes of a keyframe without
+// links; without the island's links, or with another topology's, it does
+// not restore.
+func TestJointKeyRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		n           int
+		maxDatagram int
+	}{{12, 0}, {240, 0}, {600, 576}} {
+		t.Run(fmt.Sprintf("n=%d/max=%d", c.n, c.maxDatagram), func(t *testing.T) {
+			key, _ := jointPair(9, c.n)
+			links := NewLinks(chainLinks(9, c.n, 0.25, [2]float64{0, 20}))
+			w, dgs := jointSaves(t, c.maxDatagram, links, func(w *wireWorld, l *Links) error {
+				w.enc.Begin(3, 10, 500_000)
+				key.Links = l
+				return w.enc.AddKey(&key)
+			})
+			got := w.receive(dgs, nil)
+			if !sameMembers(got[9].Entries, frameTable(&key, 500_000).Entries) {
+				t.Fatal("restored another frame")
+			}
+			_, recs, err := w.dec.Decode(dgs[0])
+			if err != nil || !recs[0].Joint || recs[0].Kind != KindKey {
+				t.Fatalf("records %+v, %v", recs, err)
+			}
+			if (recs[0].Fragments > 1) != (c.maxDatagram != 0) {
+				t.Fatalf("%d fragments", recs[0].Fragments)
+			}
+			other := *links
+			other.Topology++
+			for _, l := range []*Links{nil, &other} {
+				if _, err := recs[0].ExpandKey(nil, l, 500_000); !errors.Is(err, ErrNoLinks) {
+					t.Errorf("links %v: %v, want ErrNoLinks", l, err)
+				}
+			}
+		})
 	}
 }

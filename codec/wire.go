@@ -69,6 +69,11 @@ type Frame struct {
 	// identity); Record.Time and Record.Segment are ignored (the datagram's
 	// time and Segment apply).
 	Members []baseline.Entry
+	// Links, when set, are the island's joint-prediction links (NewLinks
+	// of its Physics for the frame's topology and config): a keyframe or
+	// delta of several members may then be joint-predicted, and its
+	// receiver needs the same links to restore it. Nil: never.
+	Links *Links
 	// Sum, when Digested, is the frame's integer digest (FrameSum) at the
 	// encoder's time (see Encoder.FrameDigest): a frame sent to many
 	// observers is hashed once. When not Digested the encoder computes it.
@@ -82,10 +87,6 @@ type Frame struct {
 // sender, key, time, segment and class, which the delta inherits).
 type Ref struct {
 	Base *baseline.Table
-	// Links, when set, are the island's links for the frame's topology and
-	// config (NewLinks of its Physics): a delta of several members is then
-	// joint-predicted, and its receiver needs the same links to restore it.
-	Links *Links
 }
 
 func appendU(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }

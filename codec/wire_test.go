@@ -104,7 +104,9 @@ func (w *wireWorld) receive(dgs [][]byte, bases map[uint32]*baseline.Table) map[
 				var got []baseline.Entry
 				info := baseline.FrameInfo{Sender: r.Sender, Key: island.Key{Island: r.Island, Epoch: r.Epoch, Topology: r.Topology, Config: r.Config}, Segment: r.Segment, Class: r.Class}
 				if r.Kind == KindKey {
-					got = r.ExpandKey(nil, h.Time)
+					if got, err = r.ExpandKey(nil, w.links[r.Island], h.Time); err != nil {
+						w.t.Fatal(err)
+					}
 				} else {
 					base := bases[r.Island]
 					if h.Seq-r.Lag != base.ID {
@@ -571,15 +573,17 @@ func wireGoldenCases(t testing.TB) []wireCase {
 		}
 	})
 	jkey, jnext := goldenJointFrames()
-	add("v2-joint-base", "A keyframe of island 8, a chain of four chain-class links 0.5 m long (anchors (±0.25 m, 0) on each link, in body metres): link 0 hangs by (−0.25, 0) from the world point (0 m, 2 m), link i by (−0.25, 0) from link i − 1's (0.25, 0), each joint a pivot — its Physics, which gives the links of v2-joint. Frame 20 at 1.0 s, datagram 10: link i at angle −π/2 + 0.2·i rad, every link turning at 0.5 rad/s, positions and velocities where the joints put them.", func() {
+	add("v2-joint-base", "A joint-predicted keyframe of island 8, a chain of four chain-class links 0.5 m long (anchors (±0.25 m, 0) on each link, in body metres): link 0 hangs by (−0.25, 0) from the world point (0 m, 2 m), link i by (−0.25, 0) from link i − 1's (0.25, 0), each joint a pivot — its Physics, which gives the links of v2-joint. Frame 20 at 1.0 s, datagram 10: link i at angle −π/2 + 0.2·i rad, every link turning at 0.5 rad/s, positions and velocities where the joints put them, so that each link but the first codes them as a quantum or none.", func() {
 		w.enc.Begin(10, 20, 1_000_000)
+		jkey.Links = NewLinks(goldenJointPhysics())
 		if err := w.enc.AddKey(&jkey); err != nil {
 			t.Fatal(err)
 		}
 	})
 	add("v2-joint", "A joint-predicted delta of island 8 (v2-joint-base, whose Physics gives the links): frame 21 at 1.05 s in datagram 11, coded against frame 20. Each link turned by 0.03 rad and turns at 0.45 + 0.05·i rad/s; positions and velocities are where the joints put them, so their residuals against the joint prediction are a quantum or none, where the baseline's motion would leave tens.", func() {
 		w.enc.Begin(11, 21, 1_050_000)
-		if err := w.enc.AddDelta(&jnext, &Ref{Base: frameTable(&jkey, 1_000_000), Links: NewLinks(goldenJointPhysics())}); err != nil {
+		jnext.Links = NewLinks(goldenJointPhysics())
+		if err := w.enc.AddDelta(&jnext, &Ref{Base: frameTable(&jkey, 1_000_000)}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -655,8 +659,16 @@ func describeWire(about string, dg []byte) string {
 			fmt.Fprintf(&b, ", fragment %d of %d: members %d … %d, frame digest (the frame sum) %#016x, the members range-coded in %d bytes", r.Index, r.Fragments, r.First, r.First+r.N-1, r.Digest, len(r.raw))
 		}
 		b.WriteString("\n")
+		if r.Kind == KindKey && r.Joint {
+			b.WriteString("  joint-predicted: each member's values as coded — x, y, vx and vy less where its joint puts it (when it hangs on the world or a member before it in the record), every other value less the member before's (the record's first member: as such)\n")
+			for j, v := 0, r.vals; len(v) >= 8; j, v = j+1, v[8:] {
+				fmt.Fprintf(&b, "  member %d: id %d.g%d, coded x %d, y %d, angle %d, vx %d, vy %d, angular velocity %d\n", r.First+j, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])
+			}
+			continue
+		}
 		if r.Kind == KindKey {
-			for j, m := range r.ExpandKey(nil, h.Time) {
+			ms, _ := r.ExpandKey(nil, nil, h.Time)
+			for j, m := range ms {
 				if j == 3 && r.N > 4 {
 					fmt.Fprintf(&b, "  … %d more members\n", r.N-3)
 					break
@@ -739,6 +751,15 @@ func FuzzDecodeWire(f *testing.F) {
 		p.Topology, p.Config = 0, 0
 		return NewLinks(p)
 	}
+	// keyLinksOf is a chain's links for a keyframe record, or nil.
+	keyLinksOf := func(r *Record) *Links {
+		if !r.Joint {
+			return nil
+		}
+		p := chainLinks(r.Island, r.Total, 0.25, [2]float64{1, 2})
+		p.Topology, p.Config = r.Topology, r.Config
+		return NewLinks(p)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := ParseStandalone(b, Config{})
 		if err == nil {
@@ -774,8 +795,8 @@ func FuzzDecodeWire(f *testing.F) {
 					t.Fatalf("parity record %+v", r)
 				}
 			case KindKey:
-				if dst = r.ExpandKey(dst, h.Time); len(dst) != r.N {
-					t.Fatalf("%d members expanded of %d", len(dst), r.N)
+				if dst, err = r.ExpandKey(dst, keyLinksOf(&r), h.Time); err != nil || len(dst) != r.N {
+					t.Fatalf("%d members expanded of %d: %v", len(dst), r.N, err)
 				}
 			case KindDelta:
 				if dst, err = r.ExpandDelta(dst, baseOf(r.Total, r.Class), linksOf(&r), h.Time); err != nil || len(dst) != r.N {
@@ -872,7 +893,7 @@ func TestWireParity(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rebuilt fragment %d: %v", lost, err)
 		}
-		got := r.ExpandKey(nil, 350_000)
+		got, _ := r.ExpandKey(nil, nil, 350_000)
 		for i, e := range got {
 			if want := f.Members[r.First+i]; e.ID != want.ID || e.Q != want.Q {
 				t.Fatalf("rebuilt fragment %d member %d differs", lost, i)

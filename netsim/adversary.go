@@ -190,8 +190,11 @@ func (a *Adversary) observeWire(dg []byte) [][]byte {
 		}
 		a.latest[r.Island] = k
 		if r.Fragments == 1 {
-			a.keys[r.Island] = codec.Frame{Sender: r.Sender, Key: k, Segment: r.Segment, Class: r.Class,
-				Members: r.ExpandKey(nil, h.Time)}
+			// A joint-predicted keyframe needs the island's links, which
+			// the adversary does not read: it forges from the others.
+			if ms, err := r.ExpandKey(nil, nil, h.Time); err == nil {
+				a.keys[r.Island] = codec.Frame{Sender: r.Sender, Key: k, Segment: r.Segment, Class: r.Class, Members: ms}
+			}
 		}
 	}
 	a.recent2 = append(a.recent2, recentWire{dg: bytes.Clone(dg), islands: islands})

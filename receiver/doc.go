@@ -90,10 +90,11 @@
 //     Config.StraightExtrapolation turns it all off. The same Physics
 //     gives the island's joint-prediction links (codec.NewLinks, kept
 //     for its two latest topology and config pairs whatever the local
-//     simulation's settings): a joint-predicted delta is restored with
-//     those of its baseline's topology and config, and without them it
-//     commits nothing, is counted (WireStats.NoLinks, "wire:no-links") and
-//     asks for a keyframe.
+//     simulation's settings): a joint-predicted keyframe or delta is
+//     restored with those of its (baseline's) topology and config, and
+//     without them it commits nothing, is counted (WireStats.NoLinks,
+//     "wire:no-links") and asks for a keyframe — which comes without
+//     joint prediction.
 //   - Every known island has a view: one without a valid pose at r comes as
 //     missing (Mode store.Empty, no poses), and ViewReady says whether every
 //     island critical to interaction is valid at r (never while the clock is

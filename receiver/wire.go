@@ -225,10 +225,24 @@ func (r *Receiver) pruneSome() {
 func (r *Receiver) restoreKey(now int64, h codec.Header, rec *codec.Record) {
 	r.stats.Wire.Records++
 	r.stats.Wire.Keyframes++
-	r.ents = rec.ExpandKey(r.ents, h.Time)
+	var links *codec.Links
+	s := r.islandOf(rec.Island)
+	if rec.Joint && s != nil {
+		links = s.linksFor(rec.Topology, rec.Config)
+	}
+	ents, err := rec.ExpandKey(r.ents, links, h.Time)
+	r.ents = ents
+	if err != nil { // joint-predicted, and the island's links not held
+		r.stats.Wire.NoLinks++
+		r.requestKey(rec.Island)
+		if rec.Fragments == 1 {
+			r.wholeBad = true
+		}
+		return
+	}
 	info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
 		Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
-	r.takeRestored(now, r.islandOf(rec.Island), rec, info, r.ents)
+	r.takeRestored(now, s, rec, info, r.ents)
 }
 
 // base looks up island id's state and the baseline a record names,

@@ -249,7 +249,7 @@ func TestReconnectAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(addr string, timeline uint64) (*Server, context.CancelFunc, chan error) {
-		return startAt(t, scenario.All[:1], cert, addr, timeline)
+		return startAt(t, scenario.All[:1], cert, addr, timeline, 0)
 	}
 	srv, stop, done := start("127.0.0.1:0", 7)
 	addr := srv.Addr().String()
@@ -299,15 +299,16 @@ func TestReconnectAndRestart(t *testing.T) {
 	<-done
 }
 
-// startAt serves scs on addr under timeline with cert; stop with the
-// returned cancel, then read Run's result from the channel.
-func startAt(t *testing.T, scs []scenario.Scenario, cert tls.Certificate, addr string, timeline uint64) (*Server, context.CancelFunc, chan error) {
+// startAt serves scs on addr under timeline with cert, datagrams capped
+// at maxDatagram bytes (0: the path's); stop with the returned cancel,
+// then read Run's result from the channel.
+func startAt(t *testing.T, scs []scenario.Scenario, cert tls.Certificate, addr string, timeline uint64, maxDatagram int) (*Server, context.CancelFunc, chan error) {
 	t.Helper()
 	auth, err := scenario.NewAuthority(scs, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Listen(auth, ServerConfig{Listen: addr, TLS: ServerTLS(cert), Logger: quiet, Timeline: timeline})
+	srv, err := Listen(auth, ServerConfig{Listen: addr, TLS: ServerTLS(cert), Logger: quiet, Timeline: timeline, MaxDatagram: maxDatagram})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,6 +90,10 @@ type ServerConfig struct {
 	// only once quic-go has sent nearly all it was handed before, and one
 	// that waited here over two broadcast periods is dropped (counted).
 	FixedRate bool
+	// MaxDatagram caps the datagrams sent to each observer, in bytes
+	// (codec.MinMaxDatagram … codec.MaxMaxDatagram); the path's own cap
+	// still holds. Zero means the path's.
+	MaxDatagram int
 
 	// SubscribeTimeout bounds an observer's admission: from its handshake,
 	// its control stream and a whole Subscribe on it (after a valid Hello,
@@ -128,6 +132,9 @@ func (c *ServerConfig) defaults() error {
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:4242"
+	}
+	if c.MaxDatagram != 0 && (c.MaxDatagram < codec.MinMaxDatagram || c.MaxDatagram > codec.MaxMaxDatagram) {
+		return fmt.Errorf("transport: ServerConfig.MaxDatagram %d outside %d … %d", c.MaxDatagram, codec.MinMaxDatagram, codec.MaxMaxDatagram)
 	}
 	positive(&c.StepRate, 60)
 	positive(&c.MaxObservers, 256)
@@ -541,6 +548,9 @@ func (s *Server) admit(ctx context.Context, p *peer) (codec.Subscribe, *controlR
 	}
 	p.stream = st
 	p.maxDatagram = datagramCap(conn)
+	if c := s.cfg.MaxDatagram; c > 0 {
+		p.maxDatagram = min(p.maxDatagram, c)
+	}
 	if p.maxDatagram < codec.MinMaxDatagram {
 		s.m.joinRefused("datagram-too-small")
 		p.close(CodeDatagrams, "path too small for datagrams")

@@ -80,6 +80,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		budget    = fs.Int("budget", 0, "kbit/s each observer may be sent at most (wire 3); 0: no cap (over QUIC the path's own budget still holds)")
 		fixedRate = fs.Bool("fixed-rate", false, "over QUIC: send every frame whatever the path carries (no budget from the congestion window)")
 		aoi       = fs.Float64("aoi", 0, "width in metres of the observer's area of interest, moving along the floor at 4 m/s from x = −5 m (try -scenario bigworld); 0: every island")
+		datagram  = fs.Int("datagram", 0, fmt.Sprintf("the observer's datagram cap, bytes (%d … %d); 0: the default (over QUIC: the path's). -datagram %d cuts the chain's frames into several datagrams", codec.MinMaxDatagram, codec.MaxMaxDatagram, codec.MinMaxDatagram))
 		trans     = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -116,6 +117,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("-budget %d: kbit/s, ≥ 0", *budget)}
 	case !(*aoi >= 0) || *aoi > 1e6:
 		return usageError{fmt.Errorf("-aoi %v: metres, ≥ 0", *aoi)}
+	case *datagram != 0 && (*datagram < codec.MinMaxDatagram || *datagram > codec.MaxMaxDatagram):
+		return usageError{fmt.Errorf("-datagram %d: bytes, %d … %d, or 0", *datagram, codec.MinMaxDatagram, codec.MaxMaxDatagram)}
 	case *trans != "mem" && *trans != "quic":
 		return usageError{fmt.Errorf("-transport %q: mem or quic", *trans)}
 	}
@@ -128,7 +131,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 	}
 	opt := options{
 		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic", Wire: *wire, Parity: parityConfig(*parity),
-		BudgetKbps: *budget, FixedRate: *fixedRate, AOI: *aoi,
+		BudgetKbps: *budget, FixedRate: *fixedRate, AOI: *aoi, MaxDatagram: *datagram,
 		Net: netsim.Config{Loss: *loss, BurstIn: *burst, Duplicate: *dup, Delay: int64(*delay * 1000),
 			Jitter: int64(*jitter * 1000), Corrupt: *corrupt},
 	}

@@ -59,7 +59,7 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	metrics := transport.NewMetrics(prometheus.NewRegistry())
 	srv, err := transport.Listen(src, transport.ServerConfig{Listen: "127.0.0.1:0", TLS: transport.ServerTLS(cert),
 		Logger: quiet, StepRate: scenario.StepHz, Wire: opt.Wire, Parity: opt.Parity, Metrics: metrics,
-		ObserverKbps: opt.BudgetKbps, FixedRate: opt.FixedRate})
+		ObserverKbps: opt.BudgetKbps, FixedRate: opt.FixedRate, MaxDatagram: opt.MaxDatagram})
 	if err != nil {
 		return scenarioReport{}, series{}, err
 	}

@@ -79,6 +79,18 @@ type naive struct {
 	links map[uint32]*codec.Links
 }
 
+// linksOf returns the island's newest links taken for those of topology
+// and config, whatever theirs — the naive receiver checks nothing — or nil.
+func (n *naive) linksOf(id uint32, members int, topology, config uint32) *codec.Links {
+	links := n.links[id]
+	if links == nil || links.Members() != members {
+		return nil
+	}
+	l := *links
+	l.Topology, l.Config = topology, config
+	return &l
+}
+
 // physics keeps the links of an authority Physics message.
 func (n *naive) physics(m codec.Message) {
 	if p, ok := m.(codec.Physics); ok {
@@ -119,7 +131,7 @@ func (n *naive) receiveWire(dg []byte) {
 		r := &recs[i]
 		switch r.Kind {
 		case codec.KindKey:
-			n.ents = r.ExpandKey(n.ents, h.Time)
+			n.ents, _ = r.ExpandKey(n.ents, n.linksOf(r.Island, r.Total, r.Topology, r.Config), h.Time)
 			info := baseline.FrameInfo{Sender: r.Sender, Key: island.Key{Island: r.Island, Epoch: r.Epoch, Topology: r.Topology, Config: r.Config, Seq: h.Seq}, Time: h.Time, Segment: r.Segment, Class: r.Class}
 			n.apply(r.Island, info, r.First, r.Total, n.ents)
 		case codec.KindDelta:
@@ -127,15 +139,7 @@ func (n *naive) receiveWire(dg []byte) {
 			if base == nil || len(base.Entries) != r.Total {
 				continue
 			}
-			links := n.links[r.Island]
-			if links != nil && links.Members() == r.Total {
-				// the naive receiver takes any links of the island for its
-				// baseline's, whatever their topology and config
-				l := *links
-				l.Topology, l.Config = base.Frame.Key.Topology, base.Frame.Key.Config
-				links = &l
-			}
-			ents, err := r.ExpandDelta(n.ents, base, links, h.Time)
+			ents, err := r.ExpandDelta(n.ents, base, n.linksOf(r.Island, r.Total, base.Frame.Key.Topology, base.Frame.Key.Config), h.Time)
 			n.ents = ents
 			if err == nil {
 				n.apply(r.Island, base.Frame, r.First, r.Total, ents)

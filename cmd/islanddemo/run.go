@@ -34,6 +34,9 @@ type options struct {
 	// AOI, when positive, is the width in metres of the observer's area of
 	// interest, moving along the floor (area); 0: every island.
 	AOI float64
+	// MaxDatagram caps the observer's datagrams, bytes; 0: the default
+	// (over QUIC: the path's).
+	MaxDatagram int
 }
 
 // areaSpeed is how fast the demo observer's area of interest moves, m/s.
@@ -230,7 +233,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 		return scenarioReport{}, series{}, err
 	}
 	const observer = 1
-	_ = bc.Join(observer, 0)
+	_ = bc.Join(observer, opt.MaxDatagram)
 	_ = bc.Subscribe(observer, area(opt, 0))
 
 	seed := opt.Seed ^ hashName(sc.Name)
