@@ -19,7 +19,9 @@
 // but a keyframe the observer asked for, which restores without the links. A frame cut into
 // several datagrams carries up to DefaultParity Reed–Solomon parity records
 // (Config.Parity): the frame still completes when up to that many of its
-// datagrams are lost. An observer whose own confirmations
+// datagrams are lost; with parity on, a frame of several members that
+// would fill a quarter of a datagram or more is cut into two fragments
+// so that parity protects it (codec.ParityCut). An observer whose own confirmations
 // showed CleanAfter datagrams in a row received is sent none — on a clean
 // path parity would only double a big frame's bytes — until one is lost.
 // Under a budget, parity is paid from what the broadcast's frames leave of

@@ -254,6 +254,9 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		}
 		o.budget.Parity = parity
 		_ = enc.SetParity(parity)
+		// Under a budget, parity is paid from what the frames leave:
+		// frames that fit a datagram stay whole rather than cut for it.
+		enc.SetParityCut(budget == 0)
 		for i := range b.quant {
 			q, oi := b.wanted(o, i)
 			if oi == nil {

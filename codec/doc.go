@@ -73,7 +73,10 @@
 // cut into 2 … MaxParityFragments fragments may carry Reed–Solomon parity
 // records (Encoder.SetParity; github.com/klauspost/reedsolomon): any
 // Fragments of its Fragments+Parity records complete it. Fragments are cut
-// to even sizes so that parity shards stay short. AppendStandalone gives a
+// to even sizes so that parity shards stay short; with parity on, a frame
+// of several members that would take a quarter of a datagram or more
+// (ParityCut) is cut into two fragments even though it would fit a batch,
+// so that parity protects it. AppendStandalone gives a
 // received fragment's shard, ParityDecoder rebuilds missing ones and
 // ParseStandalone reads them back as records (Decoder.ParseStandalone
 // does so in the decoder's storage, without allocating). Versions 1 and 3

@@ -86,8 +86,10 @@ type Encoder struct {
 	dtmp  []resMember
 	links *Links
 	// kjp: a joint-predicted keyframe's members' joint predictions
-	kjp  []jointPred
-	keys []keyMember // the keyframe being added: each member
+	kjp []jointPred
+	// parityCut: with parity on, big frames go in fragments (SetParityCut)
+	parityCut bool
+	keys      []keyMember // the keyframe being added: each member
 	// islands each datagram carries records of, back to back; islEnds
 	// holds each closed datagram's end in isl
 	isl     []uint32
@@ -126,8 +128,16 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Encoder{cfg: c, cur: -1}, nil
+	return &Encoder{cfg: c, cur: -1, parityCut: true}, nil
 }
+
+// SetParityCut says whether, with parity on, a frame that would fill
+// 1/ParityCut of a datagram or more is cut into fragments so that parity
+// protects it (on, the default), or goes whole in a batch like any frame
+// that fits (off: for a sender whose byte budget pays for parity only
+// from what the frames leave, where cutting a frame for parity would take
+// more datagrams from a path already short of room).
+func (e *Encoder) SetParityCut(on bool) { e.parityCut = on }
 
 // Begin discards previous output and starts the datagrams of one broadcast
 // to one observer: every frame added until the next Begin has sequence seq
@@ -553,12 +563,18 @@ func (e *Encoder) emit(h byte, f *Frame, lag uint32, refLen int) error {
 		return fail(ErrLimit, -1, "member too large for a datagram")
 	}
 	count := len(e.spans)
-	if count == 1 { // the batch's framing did not fit, a fragment's did: two halves
+	if count == 1 { // the batch's framing did not fit, a fragment's did, or parity asked for parts: two
 		if n < 2 {
 			return fail(ErrLimit, -1, "member too large for a datagram")
 		}
-		room = e.fragEnds[0]/2 + 1
-		e.cut(key, n, room)
+		// Each part's contexts start afresh, so a half costs more than
+		// half: widen the cap until two parts hold the frame.
+		whole := e.fragEnds[0]
+		for room = whole/2 + 1; ; room += whole/16 + 1 {
+			if e.cut(key, n, room) && len(e.spans) <= 2 {
+				break
+			}
+		}
 		count = len(e.spans)
 	}
 	if count > e.cfg.MaxFragments {
@@ -704,9 +720,12 @@ func (e *Encoder) batchAdd(it *batchIsland) bool {
 			b.rc.reset(b.rc.out)
 		}
 		// Far from the datagram's end the island cannot overflow it: code
-		// it without logging what it changes.
+		// it without logging what it changes — unless, with parity on, it
+		// may turn out big enough to go in fragments instead.
 		reserve := 1 + uvarintLen(uint64(b.first-e.lastIsl)) + uvarintLen(uint64(b.st.count+1)) + uvarintLen(uint64(e.cfg.MaxDatagram))
-		safe := reserve+b.rc.bound()+e.worstBytes(it) <= e.room()
+		worst := e.worstBytes(it)
+		mayCut := e.parityCut && e.parity > 0 && it.n > 1 && it.kind != batchPredicted && worst >= e.cfg.MaxDatagram/ParityCut
+		safe := reserve+b.rc.bound()+worst <= e.room() && !mayCut
 		var mark rcMark
 		if safe {
 			b.rc.log = false
@@ -714,12 +733,20 @@ func (e *Encoder) batchAdd(it *batchIsland) bool {
 			mark = b.rc.mark()
 		}
 		pos := b.st.batchPos
+		before := b.rc.bound()
 		b.st.encodeHead(&b.rc, it)
 		switch it.kind {
 		case batchDelta:
 			b.st.encodeDelta(&b.rc, e.dres, e.joint)
 		case batchKey:
 			b.st.encodeKey(&b.rc, e.keys, e.joint, e.kjp)
+		}
+		if mayCut && b.rc.bound()-before >= e.cfg.MaxDatagram/ParityCut {
+			// Big enough for parity to pay: fragments, which parity
+			// records protect, rather than a batch, which none does.
+			b.rc.rollback(mark)
+			b.st.batchPos = pos
+			return false
 		}
 		if safe || reserve+b.rc.bound() <= e.room() {
 			b.members += it.n
@@ -736,6 +763,13 @@ func (e *Encoder) batchAdd(it *batchIsland) bool {
 		e.close()
 	}
 }
+
+// ParityCut: with parity on (SetParity), a frame of several members whose
+// coded size is at least 1/ParityCut of the datagram cap is cut into
+// fragments even when it would fit a batch — a frame in a batch has no
+// parity, and one lost datagram would lose it; in two fragments and its
+// parity records, any two of them complete it.
+const ParityCut = 4
 
 // finishBatch ends the open batch record and writes it into the open
 // datagram: head, first island, island count, stream length, stream.

@@ -437,3 +437,42 @@ func TestJointKeyRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestParityCut: with parity on, a frame of several members that would
+// take at least a quarter of a datagram goes as two fragments and its
+// parity records rather than in a batch, and restores; a smaller one, the
+// same frame without parity, and the same frame with SetParityCut off stay
+// whole in a batch.
+func TestParityCut(t *testing.T) {
+	for _, c := range []struct {
+		n, parity int
+		off       bool
+		parts     int // data fragments; 1: whole in a batch
+	}{{240, 2, false, 2}, {240, 0, false, 1}, {8, 2, false, 1}, {240, 2, true, 1}} {
+		key, next := jointPair(9, c.n)
+		next.Links = NewLinks(chainLinks(9, c.n, 0.25, [2]float64{0, 20}))
+		base := frameTable(&key, 500_000)
+		w := newWireWorld(t, Config{})
+		w.links = map[uint32]*Links{9: next.Links}
+		if err := w.enc.SetParity(c.parity); err != nil {
+			t.Fatal(err)
+		}
+		w.enc.SetParityCut(!c.off)
+		w.enc.Begin(3, 12, 600_000)
+		if err := w.enc.AddDelta(&next, &Ref{Base: base}); err != nil {
+			t.Fatal(err)
+		}
+		dgs := cloneAll(w.enc.Datagrams())
+		data, parity := splitParity(t, w.dec, dgs)
+		wantParity := 0
+		if c.parts > 1 {
+			wantParity = c.parity
+		}
+		if len(data) != c.parts || data[0].Fragments != c.parts || len(parity) != wantParity {
+			t.Errorf("%d members, parity %d: %d data records in %d fragments, %d parity records; want %d fragments", c.n, c.parity, len(data), data[0].Fragments, len(parity), c.parts)
+		}
+		if got := w.receive(dgs[:len(dgs)-len(parity)], map[uint32]*baseline.Table{9: base}); !sameMembers(got[9].Entries, frameTable(&next, 600_000).Entries) {
+			t.Errorf("%d members, parity %d: restored another frame", c.n, c.parity)
+		}
+	}
+}
