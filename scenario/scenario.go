@@ -33,7 +33,7 @@ func (s *script) at(step int64, f func(w *physics.World, st *stage)) {
 // All lists every scenario, in the order the demo runs them.
 var All = []Scenario{
 	{"bridge", "40 planks pinned end to end between two static anchors", buildBridge},
-	{"chain", "a 240-link hanging chain: the biggest frames (joint-predicted, each in one datagram; -datagram 576 cuts them into several)", buildChain},
+	{"chain", "a 240-link hanging chain: the biggest frames, joint-predicted — one datagram each, or two and their parity on a lossy path", buildChain},
 	{"ragdolls", "24 six-body ragdolls falling on a floor: many small islands, coalesced", buildRagdolls},
 	{"break", "a bridge whose middle joint breaks at 2 s: the island splits", buildBreak},
 	{"config", "a slide-jointed rope whose range changes at 2 s: config revision", buildConfig},
