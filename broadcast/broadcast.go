@@ -649,7 +649,7 @@ type physicsOf struct {
 	m      codec.Physics
 	digest uint64
 	size   int
-	links  *codec.Links // for joint-predicted deltas; nil when no member hangs on another
+	links  *codec.Links // for joint-predicted keyframes and deltas; nil when no member hangs on another
 }
 
 // queuePhysics queues island isl's Physics for o, if it has one: a

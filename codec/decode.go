@@ -27,8 +27,9 @@ type Record struct {
 	Total                            int    // key, delta: members in the whole frame
 	Fragments, Index, First, N       int    // key, delta: this part's place (one part: 1, 0, 0, Total)
 	Parity                           int    // parity records: how many the frame carries
-	// Joint: a delta's members that hang on another by a pivot joint are
-	// coded against where the joint puts them (joint.go): ExpandDelta needs
+	// Joint: the positions and velocities of a keyframe's or delta's
+	// members that hang on another by a pivot joint are coded against
+	// where the joint puts them (joint.go): ExpandKey and ExpandDelta need
 	// the island's Links.
 	Joint   bool
 	Digest  uint64 // fragments: the whole frame's digest
@@ -391,10 +392,10 @@ func (p *parser) parity(r *Record) error {
 func (r *Record) Shard() []byte { return r.members }
 
 // ExpandKey decodes a key record's members into dst (reused), with the
-// record's Segment and the datagram time t in every record. A
-// joint-predicted keyframe needs links, the island's for the record's
-// topology and config (nil otherwise is fine): without them it reports
-// ErrNoLinks.
+// record's Segment and the datagram time t in every record. links are the
+// island's for the record's topology and config (nil when none; only a
+// joint-predicted keyframe reads them, and reports ErrNoLinks when they do
+// not describe its island, topology, config and member count).
 func (r *Record) ExpandKey(dst []baseline.Entry, links *Links, t island.Time) ([]baseline.Entry, error) {
 	dst = dst[:0]
 	if r.Joint {

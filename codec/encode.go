@@ -78,10 +78,10 @@ type Encoder struct {
 	fragEnds  []int
 	fragCosts [][numCats]int64
 	dres      []resMember // the delta being added: each member's residuals
-	// joint: the delta being added is joint-predicted (dres holds those
-	// residuals); dtmp then holds every member's residuals against the
-	// baseline's motion, for members whose parent lies before their
-	// fragment, and links the island's links
+	// joint: the keyframe or delta being added is joint-predicted, by
+	// links; for a delta, dres holds those residuals and dtmp every
+	// member's residuals against the baseline's motion, for members whose
+	// parent lies before their fragment
 	joint bool
 	dtmp  []resMember
 	links *Links
@@ -568,14 +568,19 @@ func (e *Encoder) emit(h byte, f *Frame, lag uint32, refLen int) error {
 			return fail(ErrLimit, -1, "member too large for a datagram")
 		}
 		// Each part's contexts start afresh, so a half costs more than
-		// half: widen the cap until two parts hold the frame.
+		// half: widen the cap until two parts hold the frame. A cap one
+		// byte under the whole stream always leaves the last member out.
 		whole := e.fragEnds[0]
+		ok := false
 		for room = whole/2 + 1; ; room += whole/16 + 1 {
-			if e.cut(key, n, room) && len(e.spans) <= 2 {
+			room = min(room, whole-1)
+			if ok = e.cut(key, n, room); ok && len(e.spans) == 2 || room == whole-1 {
 				break
 			}
 		}
-		count = len(e.spans)
+		if count = len(e.spans); !ok || count < 2 {
+			return fail(ErrLimit, -1, "frame not cut in two")
+		}
 	}
 	if count > e.cfg.MaxFragments {
 		return fail(ErrLimit, -1, "fragment count")

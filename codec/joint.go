@@ -12,12 +12,13 @@ import (
 // forearm on its upper arm — sits where the joint puts it: its centre is
 // the other member's centre plus that member's anchor turned by its angle,
 // less its own anchor turned by its own angle; its velocity follows from
-// both angular velocities the same way. A delta of such an island codes
-// those members' positions and velocities against that prediction, made
-// from the members restored before them in the same frame, rather than
-// against the baseline's motion: what is left is the joint's own error, a
+// both angular velocities the same way. A keyframe or delta of such an
+// island codes those members' positions and velocities against that
+// prediction, made from the members restored before them in the same
+// frame, rather than against the member before (a keyframe) or the
+// baseline's motion (a delta): what is left is the joint's own error, a
 // quantum or two, instead of everything the body did in the interval.
-// Angles and angular velocities are predicted from the baseline as ever.
+// Angles and angular velocities are coded as ever.
 // Both ends compute the prediction in integers only (a cosine table and
 // fixed-point anchors), so every architecture restores the same bits.
 

@@ -19,8 +19,8 @@ type islandBases struct {
 	kept baseline.Kept
 	// links are the joint-prediction links of the island's two latest
 	// Physics descriptions, newest first (nil: none, or no member hangs
-	// on another): a joint-predicted delta is restored with the pair
-	// whose topology and config are its baseline's.
+	// on another): a joint-predicted keyframe or delta is restored with
+	// the pair whose topology and config are its (baseline's).
 	links [2]*codec.Links
 }
 
@@ -60,7 +60,7 @@ type WireStats struct {
 	Keyframes  uint64 // key records
 	Stored     uint64 // frames kept as baselines
 	NoBaseline uint64 // records naming a baseline not held (a keyframe is asked for)
-	NoLinks    uint64 // joint-predicted deltas of an island whose Physics (for the baseline's topology and config) is not held (a keyframe is asked for)
+	NoLinks    uint64 // joint-predicted keyframes and deltas of an island whose Physics (for the frame's, or its baseline's, topology and config) is not held (a keyframe is asked for)
 	Digest     uint64 // datagrams whose whole frames, as restored, did not match the datagram's sum (keyframes asked for)
 	Unverified uint64 // datagrams with a whole frame that could not be restored: none of their whole frames commits
 	Refused    uint64 // frames restored whole but refused by validation, or fragments refused by reassembly (a keyframe is asked for)
@@ -233,7 +233,7 @@ func (r *Receiver) restoreKey(now int64, h codec.Header, rec *codec.Record) {
 	ents, err := rec.ExpandKey(r.ents, links, h.Time)
 	r.ents = ents
 	if err != nil { // joint-predicted, and the island's links not held
-		r.stats.Wire.NoLinks++
+		r.countExpand(err)
 		r.requestKey(rec.Island)
 		if rec.Fragments == 1 {
 			r.wholeBad = true
@@ -243,6 +243,16 @@ func (r *Receiver) restoreKey(now int64, h codec.Header, rec *codec.Record) {
 	info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
 		Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
 	r.takeRestored(now, s, rec, info, r.ents)
+}
+
+// countExpand counts a record that did not expand: joint-predicted
+// without the island's links, or malformed against its baseline.
+func (r *Receiver) countExpand(err error) {
+	if errors.Is(err, codec.ErrNoLinks) {
+		r.stats.Wire.NoLinks++
+		return
+	}
+	r.stats.Decode.add(err)
 }
 
 // base looks up island id's state and the baseline a record names,
@@ -323,11 +333,7 @@ func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record) {
 	ents, err := rec.ExpandDelta(r.ents, base, links, h.Time)
 	r.ents = ents
 	if err != nil {
-		if errors.Is(err, codec.ErrNoLinks) {
-			r.stats.Wire.NoLinks++
-		} else {
-			r.stats.Decode.add(err)
-		}
+		r.countExpand(err)
 		r.requestKey(rec.Island)
 		if rec.Fragments == 1 {
 			r.wholeBad = true
