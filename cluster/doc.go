@@ -56,8 +56,12 @@
 // lease, messages and frames only while the fence (Table.Admit) admits
 // them — a lease heard before the front's watch shows the claim behind it
 // waits for it — and hands out the newest frame of each island once per
-// broadcast period, so an authority's jitter moves frames between periods
-// but never the front's cadence. An island of another holder whose bodies
+// broadcast period; a frame that comes a period or more after its
+// island's last went out goes at the next Step instead, so an authority's
+// jitter neither waits for the front's cadence nor loses a frame to it.
+// When an island changes hands, the old holder's last frame, the new
+// holder's lease and the new holder's first frame follow one another
+// within a period. An island of another holder whose bodies
 // a forwarded manifest claims (one the new holder did not restate) is
 // forgotten at once, so that no observer places a body from two islands. Both read the World (timeline id and
 // start instant) from etcd, so every front's Welcome names one timeline

@@ -80,6 +80,7 @@ func registerRelay(reg prometheus.Registerer, r *Relay) {
 	reg.MustRegister(
 		counter("relayed_frames_total", "Frames the front relayed from authorities.", func(s RelayStats) uint64 { return s.Frames }),
 		counter("relayed_control_total", "Control messages the front relayed from authorities.", func(s RelayStats) uint64 { return s.Control }),
+		counter("superseded_frames_total", "Frames from authorities that a newer frame of their island replaced before the front relayed them.", func(s RelayStats) uint64 { return s.Superseded }),
 		counter("late_frames_total", "Frames from authorities older than one already relayed (reordered on the uplink).", func(s RelayStats) uint64 { return s.Late }),
 		counter("islands_forgotten_total", "Islands forgotten because their shard moved and nobody restated them.", func(s RelayStats) uint64 { return s.Forgotten }),
 		fenced("lease", func(s RelayStats) uint64 { return s.FencedLeases }),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/islandsync/islandsync/internal/livestate"
@@ -393,16 +394,36 @@ func heldBy(tb *Table, shards []uint32, names ...string) func() bool {
 	}
 }
 
-// frontGaps reads a front's hand-off gap histogram: how many hand-offs it
-// relayed, and how many within le seconds (a bucket bound).
-func frontGaps(t *testing.T, node string, le float64) (n, within uint64) {
+// gather reads a node's metrics.
+func gather(t *testing.T, node string) []*dto.MetricFamily {
 	t.Helper()
 	v, _ := registries.Load(node)
 	mfs, err := v.(*prometheus.Registry).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mf := range mfs {
+	return mfs
+}
+
+// frontCounter reads one of a node's counters.
+func frontCounter(t *testing.T, node, name string) float64 {
+	t.Helper()
+	for _, mf := range gather(t, node) {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("%s has no counter %s", node, name)
+	return 0
+}
+
+// frontGaps reads a front's hand-off gap histogram: how many hand-offs it
+// relayed, and how many within le seconds (a bucket bound).
+func frontGaps(t *testing.T, node string, le float64) (n, within uint64) {
+	t.Helper()
+	for _, mf := range gather(t, node) {
 		if mf.GetName() != "islandsync_cluster_handoff_gap_seconds" {
 			continue
 		}
@@ -566,6 +587,8 @@ func TestUplinkJitter(t *testing.T) {
 		obs.mu.Lock()
 		v := quantile.Nearest(obs.ages, 95)
 		obs.mu.Unlock()
+		t.Logf("jitter %d ms: the front relayed %.0f frames; %.0f more were replaced by newer ones before they went out", jitter/1000,
+			frontCounter(t, "f", "islandsync_cluster_relayed_frames_total"), frontCounter(t, "f", "islandsync_cluster_superseded_frames_total"))
 		obs.cancel()
 		f.stop(nil)
 		a.stop(nil)

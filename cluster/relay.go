@@ -72,6 +72,7 @@ type owned struct {
 	prevOut  int64 // lastOut under the lease before this one; 0 none
 	shard    uint32
 	firstAt  int64             // the first Step that may hand out a frame of this lease
+	handNow  bool              // frame goes out this Step, off the cadence: the last before a hand-over
 	members  []island.Member   // frame's members
 	sent     []island.Member   // the members of the frame handed out last
 	manifest []island.MemberID // the members its last manifest forwarded lists
@@ -100,6 +101,12 @@ type parked struct {
 	bytes  int
 	age    int   // Steps parked unadmitted
 	waited int64 // Steps parked admitted, for the previous holder's hand-off
+	// first is the new holder's newest frame under the lease, when ready:
+	// it came while the previous holder still hands the island on, and
+	// goes out with the lease at the next Step (hand).
+	first   island.Frame
+	members []island.Member // first's members
+	ready   bool
 }
 
 // maxParkedBytes caps the bytes of messages parked behind one lease, and
@@ -119,8 +126,14 @@ const handOverPeriods = 4
 // Upstream.Hooks), forwards only what the fence admits — a lease from the
 // shard's holder at or above its epoch, then the island's messages and
 // frames under that lease — and hands out, once per broadcast period, the
-// newest frame of each island that has a new one. Upstream jitter moves a
-// frame between periods but never the front's cadence. It implements
+// newest frame of each island that has a new one. A frame that comes late
+// — its island's last went a period ago or more — goes at the next Step
+// instead of the next broadcast, by when a newer one might have replaced
+// it: the relay adds no wait of its own to an uplink's jitter and loses no
+// frame to it. A hand-over keeps the same bound: the old holder's last
+// frame, the new holder's lease and that holder's first frame follow one
+// another within a period (the lease a Step before the frame it admits,
+// since control and datagrams travel apart). It implements
 // transport.Source. Safe for concurrent use: upstreams feed it from their
 // own goroutines while the server steps it.
 type Relay struct {
@@ -131,7 +144,9 @@ type Relay struct {
 	steps        int64
 	pending      []codec.Message // control messages to forward, in arrival order
 	pendingBytes int
-	firstDue     bool // an island's first frame under its lease waits
+	firstDue     bool      // an island's first frame under its lease waits, or a hand-over's last
+	handAfter    []parkKey // leases to release once this Step's frames are out
+	nextDue      int64     // the first Step at which a fresh frame has waited a period since its island's last; 0 none
 	islands      map[uint32]*owned
 	memberOf     map[island.MemberID]uint32 // each member's island, as the manifests forwarded list it
 	parked       map[parkKey]*parked
@@ -362,11 +377,23 @@ func (r *Relay) release(k parkKey, p *parked) {
 // unpark forwards the parked leases the fence admits now, each followed by
 // its island's messages — unless the island's previous holder still hands
 // it on and the wait for the new holder's first frame is not over — and
-// drops those the fence did not admit for too long; mu held.
+// drops those the fence did not admit for too long; mu held. A lease whose
+// holder's first frame is here goes now, that frame at the next Step —
+// but when the previous holder's own frame waits to go out, that frame
+// goes this Step, off the cadence, and the lease after it (handAfter).
 func (r *Relay) unpark() {
 	for k, p := range r.parked {
 		switch {
 		case r.cfg.Fence.Admit(r.cfg.ShardOf(k.island), k.holder, p.lease.Epoch):
+			if p.ready {
+				if o := r.islands[k.island]; o != nil && o.fresh && r.handingOver(k.holder, p.lease) {
+					o.handNow, r.firstDue = true, true
+					r.handAfter = append(r.handAfter, k)
+					continue
+				}
+				r.hand(k, p, r.steps+1)
+				continue
+			}
 			if p.waited < handOverPeriods*r.every && r.handingOver(k.holder, p.lease) {
 				p.waited++
 				continue
@@ -379,6 +406,22 @@ func (r *Relay) unpark() {
 			p.age++
 		}
 	}
+}
+
+// hand releases a parked lease whose holder's first frame is here, and
+// makes that frame the island's, to go out at Step at; mu held.
+func (r *Relay) hand(k parkKey, p *parked, at int64) {
+	r.release(k, p)
+	o := r.islands[k.island]
+	if o == nil || o.holder != k.holder || o.epoch != p.lease.Epoch {
+		r.stats.FencedFrames++
+		return
+	}
+	o.members = append(o.members[:0], p.members...)
+	o.frame = p.first
+	o.frame.Members = o.members
+	o.has, o.fresh, o.firstAt = true, true, at
+	r.firstDue = true
 }
 
 // forward queues m for the next Step; mu held.
@@ -411,6 +454,20 @@ func (u *Upstream) Commit(f *validator.Validated) {
 			r.stats.FencedFrames++
 			return
 		}
+		if r.handingOver(u.holder, p.lease) {
+			// The previous holder's frames still come: the next Step
+			// decides whether one of them goes out before the lease.
+			if p.ready && f.Time() <= p.first.Time {
+				r.stats.Late++
+				return
+			}
+			if p.ready {
+				r.stats.Superseded++
+			}
+			p.first, p.members = frameOf(f, p.lease.Owner, p.members)
+			p.ready = true
+			return
+		}
 		r.release(pk, p)
 		if o = r.islands[k.Island]; o == nil || o.holder != u.holder || o.epoch != k.Epoch {
 			r.stats.FencedFrames++
@@ -427,15 +484,23 @@ func (u *Upstream) Commit(f *validator.Validated) {
 	if o.fresh {
 		r.stats.Superseded++
 	}
-	o.members = o.members[:0]
-	for i := range f.Len() {
-		o.members = append(o.members, island.Member{ID: f.ID(i), State: f.State(i)})
-	}
-	o.frame = island.Frame{Sender: o.owner, Key: k, Time: f.Time(), Segment: f.Segment(), Flags: f.Flags(), Members: o.members}
+	o.frame, o.members = frameOf(f, o.owner, o.members)
 	o.has, o.fresh = true, true
-	if o.lastOut == 0 {
+	switch {
+	case o.lastOut == 0:
 		r.firstDue = true
+	case r.nextDue == 0 || o.lastOut+r.every < r.nextDue:
+		r.nextDue = o.lastOut + r.every
 	}
+}
+
+// frameOf copies a committed frame, sent by sender, into members' storage.
+func frameOf(f *validator.Validated, sender island.SenderID, members []island.Member) (island.Frame, []island.Member) {
+	members = members[:0]
+	for i := range f.Len() {
+		members = append(members, island.Member{ID: f.ID(i), State: f.State(i)})
+	}
+	return island.Frame{Sender: sender, Key: f.Key(), Time: f.Time(), Segment: f.Segment(), Flags: f.Flags(), Members: members}, members
 }
 
 // Step hands out the control messages forwarded since the last Step, in
@@ -455,13 +520,18 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	r.pending, r.pendingBytes = r.pending[:0], 0
 	r.out = r.out[:0]
 	// Off the cadence only an island's first frame under a new lease goes
-	// (a hand-off shows as soon as the new holder's first frame is here);
-	// every other frame waits for the next broadcast.
+	// (a hand-off shows as soon as the new holder's first frame is here),
+	// the previous holder's last before it, and a frame of an island whose
+	// last went a whole period ago (it came late, or its island left the
+	// cadence with an off-cadence frame): no island goes more than a period
+	// without a frame when it has one. Every other frame waits for the
+	// next broadcast.
 	onCadence := r.steps%r.every == 0
-	if !onCadence && !r.firstDue {
+	due := r.nextDue != 0 && r.steps >= r.nextDue
+	if !onCadence && !r.firstDue && !due {
 		return r.msgs, r.out
 	}
-	r.firstDue = false
+	r.firstDue, r.nextDue = false, 0
 	r.order = r.order[:0]
 	for id := range r.islands {
 		r.order = append(r.order, id)
@@ -470,9 +540,13 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	r.frames = slices.Grow(r.frames[:0], len(r.order))[:0]
 	for _, id := range r.order {
 		o := r.islands[id]
-		if !onCadence && !(o.fresh && o.lastOut == 0) {
+		if !onCadence && !(o.fresh && (o.lastOut == 0 || o.handNow || r.steps-o.lastOut >= r.every)) {
+			if o.fresh && o.lastOut != 0 && (r.nextDue == 0 || o.lastOut+r.every < r.nextDue) {
+				r.nextDue = o.lastOut + r.every
+			}
 			continue
 		}
+		o.handNow = false
 		if r.steps < o.firstAt {
 			r.firstDue = true // its lease goes out first
 			continue
@@ -515,5 +589,13 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	for i := range r.frames {
 		r.out = append(r.out, &r.frames[i])
 	}
+	// The leases whose previous holder's last frame just went: each goes
+	// at the next Step, its holder's first frame at the one after.
+	for _, k := range r.handAfter {
+		if p := r.parked[k]; p != nil {
+			r.hand(k, p, r.steps+2)
+		}
+	}
+	r.handAfter = r.handAfter[:0]
 	return r.msgs, r.out
 }

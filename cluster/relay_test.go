@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -322,13 +323,43 @@ func TestRelayHandsOnWhileHanding(t *testing.T) {
 // frame one Step later, so the observer never goes more than a broadcast
 // period without a frame. A new holder that never sends a frame gets its
 // lease out after handOverPeriods all the same.
+//
+// Every phase is tried: of the relay's broadcast cadence against the
+// authorities' sampling, and of b's first frame against a's frames. In
+// each, neither the relay's hand-off gap nor the observer's time between
+// two frames it commits exceeds one period (3 Steps) across the hand-off.
 func TestRelayMakesBeforeBreak(t *testing.T) {
 	for _, silent := range []bool{false, true} {
+		for phase := range 3 {
+			for delay := range 3 {
+				if silent && (phase > 0 || delay > 0) {
+					continue
+				}
+				makesBeforeBreak(t, silent, phase, delay)
+			}
+		}
+	}
+}
+
+// makesBeforeBreak is one run of TestRelayMakesBeforeBreak: the relay
+// stepped phase Steps ahead of the authorities, b's frames held delay
+// Steps longer.
+func makesBeforeBreak(t *testing.T, silent bool, phase, delay int) {
+	t.Helper()
+	{
 		fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
 		var gaps []float64
 		var epochs []uint32 // the epoch of each frame the observer committed
+		var at []int        // the Step of each
+		steps := 0
 		r := newOneShard(t, "bridge", fn, func(_ uint32, s float64) { gaps = append(gaps, s) },
-			receiver.Config{OnCommit: func(f *validator.Validated) { epochs = append(epochs, f.Key().Epoch) }})
+			receiver.Config{OnCommit: func(f *validator.Validated) {
+				epochs = append(epochs, f.Key().Epoch)
+				at = append(at, steps)
+			}})
+		for range phase {
+			r.relay.Step()
+		}
 		a, obs := r.a, r.obs
 		b, _ := scenario.NewShardAuthority(r.scs, 20, 0)
 		upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
@@ -336,6 +367,7 @@ func TestRelayMakesBeforeBreak(t *testing.T) {
 		var held []codec.Message
 		step := func() {
 			// As tick, but the relay's output is looked at on its way.
+			steps++
 			r.now += 1_000_000 / scenario.StepHz
 			now := r.now
 			msgs, frames := a.Step()
@@ -391,17 +423,27 @@ func TestRelayMakesBeforeBreak(t *testing.T) {
 			if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{101}) {
 				t.Fatalf("leases of epochs %v after %d periods without a frame of b's, want b's (101)", e, handOverPeriods)
 			}
-			continue
+			return
+		}
+		for range delay {
+			step()
 		}
 		bFrames = true
-		for range 6 {
+		for range 9 {
 			step()
 		}
 		if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{101}) || epochs[len(epochs)-1] != 101 {
-			t.Fatalf("after b's first frames the observer holds leases of epochs %v and committed epochs %v", e, epochs[n0:])
+			t.Fatalf("phase %d, delay %d: after b's first frames the observer holds leases of epochs %v and committed epochs %v", phase, delay, e, epochs[n0:])
 		}
-		if len(gaps) == 0 || slices.Max(gaps) > 0.05+1.0/scenario.StepHz {
-			t.Fatalf("hand-off gaps at the relay %v s, want within a period and a Step", gaps)
+		const period = 3 // Steps
+		if len(gaps) == 0 || slices.Max(gaps) > period/float64(scenario.StepHz)+1e-9 {
+			t.Fatalf("phase %d, delay %d: hand-off gaps at the relay %v s, want within a period", phase, delay, gaps)
+		}
+		for i := n0 + 1; i < len(at); i++ {
+			if at[i]-at[i-1] > period {
+				t.Fatalf("phase %d, delay %d: the observer went %d Steps without a frame across the hand-off (commits at Steps %v, epochs %v)",
+					phase, delay, at[i]-at[i-1], at[n0:], epochs[n0:])
+			}
 		}
 	}
 }
@@ -445,4 +487,70 @@ func TestSourceKeepsToTheClock(t *testing.T) {
 	if d := clock - auth.Time(); d < 0 || d > 1_000_000/scenario.StepHz {
 		t.Fatalf("a second behind, one step later the time is %d µs from the clock", d)
 	}
+}
+
+// TestRelayLateUplink: an authority whose frames reach the relay 0 to
+// spread−1 Steps late, at random (seeded), against every phase of the
+// relay's cadence. A frame that missed its broadcast goes out as soon as
+// its island has gone a period without one, rather than at the next
+// broadcast — by when a newer frame may have replaced it: the relay adds
+// no wait to the uplink's own lateness (the observer goes at most a
+// period and that lateness without a frame), and no frame is replaced
+// before it went out, but for the island's first.
+func TestRelayLateUplink(t *testing.T) {
+	for spread := 1; spread <= 3; spread++ {
+		for phase := range 3 {
+			for seed := range uint64(3) {
+				worst, st := lateUplink(t, spread, phase, seed)
+				if worst > 3+spread-1 || st.Superseded > 1 {
+					t.Errorf("lateness up to %d Steps, relay %d Steps ahead, seed %d: the observer went up to %d Steps without a frame; %d of %d frames replaced before they went out",
+						spread-1, phase, seed, worst, st.Superseded, st.Frames+st.Superseded)
+				}
+			}
+		}
+	}
+}
+
+// lateUplink runs 6 s of the bridge through a relay stepped phase Steps
+// ahead of the authority, each frame reaching it 0 to spread−1 Steps late;
+// it returns the most Steps the observer went without a frame after the
+// first second, and the relay's counters.
+func lateUplink(t *testing.T, spread, phase int, seed uint64) (worst int, st RelayStats) {
+	t.Helper()
+	var at []int
+	steps := 0
+	r := newOneShard(t, "bridge", fence{0: {Holder: "a", Epoch: 100}}, nil,
+		receiver.Config{OnCommit: func(*validator.Validated) { at = append(at, steps) }})
+	for range phase {
+		r.relay.Step()
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	type late struct {
+		due int
+		f   island.Frame
+	}
+	var queue []late
+	for range 6 * scenario.StepHz {
+		r.tick(func(now int64) {
+			steps++
+			msgs, frames := r.a.Step()
+			for _, f := range frames {
+				c := *f
+				c.Members = slices.Clone(f.Members)
+				queue = append(queue, late{due: steps + rng.IntN(spread), f: c})
+			}
+			var out []*island.Frame
+			for len(queue) > 0 && queue[0].due <= steps {
+				out = append(out, &queue[0].f)
+				queue = queue[1:]
+			}
+			r.up.carry(now, msgs, out)
+		})
+	}
+	for i := 1; i < len(at); i++ {
+		if at[i-1] > scenario.StepHz {
+			worst = max(worst, at[i]-at[i-1])
+		}
+	}
+	return worst, r.relay.Stats()
 }
