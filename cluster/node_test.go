@@ -295,8 +295,8 @@ func TestClusterOverQUIC(t *testing.T) {
 	await(t, "b and c share", holders("b", "c"))
 	await(t, "the observer follows the rebalance", current)
 	// The drain is measured from a steady state: a holder's first frame
-	// of an island it just gained may be followed by a pause while it
-	// builds the rest, which is not the drain's.
+	// of an island it just gained may be followed by a pause of a few
+	// hundred milliseconds, which is not the drain's.
 	await(t, "frames flow again for every island", func() bool {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()

@@ -102,8 +102,9 @@ type parked struct {
 	age    int   // Steps parked unadmitted
 	waited int64 // Steps parked admitted, for the previous holder's hand-off
 	// first is the new holder's newest frame under the lease, when ready:
-	// it came while the previous holder still hands the island on, and
-	// goes out with the lease at the next Step (hand).
+	// it came while the previous holder still hands the island on; the
+	// next Step releases the lease and makes it the island's frame, to go
+	// a Step after the lease (hand).
 	first   island.Frame
 	members []island.Member // first's members
 	ready   bool

@@ -319,10 +319,11 @@ func TestRelayHandsOnWhileHanding(t *testing.T) {
 // TestRelayMakesBeforeBreak: a hands island shard 0 on to b. b's lease is
 // admitted at once, but while a still hands the shard on (its hand-off
 // record) and b has sent no frame, a's frames go on reaching the observer
-// and b's lease waits; with b's first frame the lease goes out, and that
-// frame one Step later, so the observer never goes more than a broadcast
-// period without a frame. A new holder that never sends a frame gets its
-// lease out after handOverPeriods all the same.
+// and b's lease waits; with b's first frame the lease goes out — after a
+// frame of a's that waits to go out, if one does — and that frame one Step
+// later, so the observer never goes more than a broadcast period without a
+// frame. A new holder that never sends a frame gets its lease out after
+// handOverPeriods all the same.
 //
 // Every phase is tried: of the relay's broadcast cadence against the
 // authorities' sampling, and of b's first frame against a's frames. In
@@ -346,104 +347,102 @@ func TestRelayMakesBeforeBreak(t *testing.T) {
 // Steps longer.
 func makesBeforeBreak(t *testing.T, silent bool, phase, delay int) {
 	t.Helper()
-	{
-		fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
-		var gaps []float64
-		var epochs []uint32 // the epoch of each frame the observer committed
-		var at []int        // the Step of each
-		steps := 0
-		r := newOneShard(t, "bridge", fn, func(_ uint32, s float64) { gaps = append(gaps, s) },
-			receiver.Config{OnCommit: func(f *validator.Validated) {
-				epochs = append(epochs, f.Key().Epoch)
-				at = append(at, steps)
-			}})
-		for range phase {
-			r.relay.Step()
-		}
-		a, obs := r.a, r.obs
-		b, _ := scenario.NewShardAuthority(r.scs, 20, 0)
-		upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
-		bFrames := false // b's frames reach the relay (a Spawn's among them)
-		var held []codec.Message
-		step := func() {
-			// As tick, but the relay's output is looked at on its way.
-			steps++
-			r.now += 1_000_000 / scenario.StepHz
-			now := r.now
-			msgs, frames := a.Step()
-			r.up.carry(now, msgs, frames)
-			msgs, frames = b.Step()
-			if !bFrames {
-				// Only b's identities and lease go up; what carries its
-				// states (the Spawn, frames) waits.
-				var up []codec.Message
-				for _, m := range msgs {
-					switch m.(type) {
-					case codec.Announce, codec.Lease:
-						up = append(up, m)
-					default:
-						held = append(held, m)
-					}
+	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+	var gaps []float64
+	var epochs []uint32 // the epoch of each frame the observer committed
+	var at []int        // the Step of each
+	steps := 0
+	r := newOneShard(t, "bridge", fn, func(_ uint32, s float64) { gaps = append(gaps, s) },
+		receiver.Config{OnCommit: func(f *validator.Validated) {
+			epochs = append(epochs, f.Key().Epoch)
+			at = append(at, steps)
+		}})
+	for range phase {
+		r.relay.Step()
+	}
+	a, obs := r.a, r.obs
+	b, _ := scenario.NewShardAuthority(r.scs, 20, 0)
+	upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
+	bFrames := false // b's frames reach the relay (a Spawn's among them)
+	var held []codec.Message
+	step := func() {
+		// As tick, but the relay's output is looked at on its way.
+		steps++
+		r.now += 1_000_000 / scenario.StepHz
+		now := r.now
+		msgs, frames := a.Step()
+		r.up.carry(now, msgs, frames)
+		msgs, frames = b.Step()
+		if !bFrames {
+			// Only b's identities and lease go up; what carries its
+			// states (the Spawn, frames) waits.
+			var up []codec.Message
+			for _, m := range msgs {
+				switch m.(type) {
+				case codec.Announce, codec.Lease:
+					up = append(up, m)
+				default:
+					held = append(held, m)
 				}
-				msgs, frames = up, nil
-			} else if held != nil {
-				msgs, held = append(held, msgs...), nil
 			}
-			upB.carry(now, msgs, frames)
-			msgs, frames = r.relay.Step()
-			lease := slices.ContainsFunc(msgs, func(m codec.Message) bool { l, ok := m.(codec.Lease); return ok && l.Epoch == 101 })
-			if lease && slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
-				// Control and datagrams travel apart: the frame could
-				// reach an observer before the lease it is checked against.
-				t.Fatal("b's lease and a frame under it went out in one Step")
-			}
-			obs.carry(now, msgs, frames)
+			msgs, frames = up, nil
+		} else if held != nil {
+			msgs, held = append(held, msgs...), nil
 		}
-		for range 30 {
+		upB.carry(now, msgs, frames)
+		msgs, frames = r.relay.Step()
+		lease := slices.ContainsFunc(msgs, func(m codec.Message) bool { l, ok := m.(codec.Lease); return ok && l.Epoch == 101 })
+		if lease && slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
+			// Control and datagrams travel apart: the frame could
+			// reach an observer before the lease it is checked against.
+			t.Fatal("b's lease and a frame under it went out in one Step")
+		}
+		obs.carry(now, msgs, frames)
+	}
+	for range 30 {
+		step()
+	}
+	// a releases shard 0 (its hand-off record stays), b claims it.
+	fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+	fn.fence[0] = Holding{Holder: "b", Epoch: 101}
+	_ = b.Gain(0, 101, nil)
+	n0 := len(epochs)
+	for range 8 { // b's lease is here, its frames are not (fewer Steps than handOverPeriods allow)
+		step()
+	}
+	if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{100}) {
+		t.Fatalf("the observer holds leases of epochs %v before b sent a frame, want a's (100)", e)
+	}
+	if got := len(epochs) - n0; got < 2 || slices.Contains(epochs[n0:], 101) {
+		t.Fatalf("while b sent no frame the observer committed %d frames, epochs %v: a's should go on", got, epochs[n0:])
+	}
+	if silent {
+		for range handOverPeriods * 3 { // periods of 3 Steps at 20 Hz
 			step()
 		}
-		// a releases shard 0 (its hand-off record stays), b claims it.
-		fn.handing[0] = Holding{Holder: "a", Epoch: 100}
-		fn.fence[0] = Holding{Holder: "b", Epoch: 101}
-		_ = b.Gain(0, 101, nil)
-		n0 := len(epochs)
-		for range 8 { // b's lease is here, its frames are not (fewer Steps than handOverPeriods allow)
-			step()
+		if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{101}) {
+			t.Fatalf("leases of epochs %v after %d periods without a frame of b's, want b's (101)", e, handOverPeriods)
 		}
-		if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{100}) {
-			t.Fatalf("the observer holds leases of epochs %v before b sent a frame, want a's (100)", e)
-		}
-		if got := len(epochs) - n0; got < 2 || slices.Contains(epochs[n0:], 101) {
-			t.Fatalf("while b sent no frame the observer committed %d frames, epochs %v: a's should go on", got, epochs[n0:])
-		}
-		if silent {
-			for range handOverPeriods * 3 { // periods of 3 Steps at 20 Hz
-				step()
-			}
-			if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{101}) {
-				t.Fatalf("leases of epochs %v after %d periods without a frame of b's, want b's (101)", e, handOverPeriods)
-			}
-			return
-		}
-		for range delay {
-			step()
-		}
-		bFrames = true
-		for range 9 {
-			step()
-		}
-		if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{101}) || epochs[len(epochs)-1] != 101 {
-			t.Fatalf("phase %d, delay %d: after b's first frames the observer holds leases of epochs %v and committed epochs %v", phase, delay, e, epochs[n0:])
-		}
-		const period = 3 // Steps
-		if len(gaps) == 0 || slices.Max(gaps) > period/float64(scenario.StepHz)+1e-9 {
-			t.Fatalf("phase %d, delay %d: hand-off gaps at the relay %v s, want within a period", phase, delay, gaps)
-		}
-		for i := n0 + 1; i < len(at); i++ {
-			if at[i]-at[i-1] > period {
-				t.Fatalf("phase %d, delay %d: the observer went %d Steps without a frame across the hand-off (commits at Steps %v, epochs %v)",
-					phase, delay, at[i]-at[i-1], at[n0:], epochs[n0:])
-			}
+		return
+	}
+	for range delay {
+		step()
+	}
+	bFrames = true
+	for range 9 {
+		step()
+	}
+	if e := leaseEpochs(obs.rx); !slices.Equal(e, []uint32{101}) || epochs[len(epochs)-1] != 101 {
+		t.Fatalf("phase %d, delay %d: after b's first frames the observer holds leases of epochs %v and committed epochs %v", phase, delay, e, epochs[n0:])
+	}
+	const period = 3 // Steps
+	if len(gaps) == 0 || slices.Max(gaps) > period/float64(scenario.StepHz)+1e-9 {
+		t.Fatalf("phase %d, delay %d: hand-off gaps at the relay %v s, want within a period", phase, delay, gaps)
+	}
+	for i := n0 + 1; i < len(at); i++ {
+		if at[i]-at[i-1] > period {
+			t.Fatalf("phase %d, delay %d: the observer went %d Steps without a frame across the hand-off (commits at Steps %v, epochs %v)",
+				phase, delay, at[i]-at[i-1], at[n0:], epochs[n0:])
 		}
 	}
 }
