@@ -93,7 +93,12 @@
 //     nearly all it was handed (ConnectionStats' BytesSent), so datagrams
 //     wait here, not in quic-go's queue; one that waited over two broadcast
 //     periods is dropped (islandsync_frames_dropped_late_total), and how
-//     long each waited is islandsync_datagram_queue_wait_seconds.
+//     long each waited is islandsync_datagram_queue_wait_seconds. Every
+//     byte is counted as handed before quic-go gets it, so that the
+//     estimate never mistakes bytes already sent for bytes held; when
+//     nothing has gone on the wire for four broadcast periods the sender
+//     stops waiting (islandsync_pace_gave_up_total: a stalled path, or a
+//     datagram quic-go dropped as too large).
 //     ServerConfig.FixedRate turns all three off.
 //   - Datagrams to an observer: DatagramQueue entries. A broadcast's
 //     datagrams replace queued ones whose islands all have a newer frame in

@@ -72,6 +72,12 @@ type Metrics struct {
 	// rate (60 a second) and the broadcast rate; with
 	// process_cpu_seconds_total they give its CPU per step and broadcast.
 	Steps, Broadcasts prometheus.Counter
+	// PaceGaveUp counts the times an observer's datagram sender stopped
+	// waiting for quic-go to send what it had been handed because nothing
+	// had gone on the wire for two late bounds (four broadcast periods):
+	// a path that carried nothing for that long, or a datagram quic-go
+	// dropped unsent. Each costs that observer's frames the wait.
+	PaceGaveUp prometheus.Counter
 
 	oldest float64 // the largest OldestIslandAge of the broadcast being flushed
 }
@@ -130,11 +136,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Authority steps taken (60 a second when the server keeps up)."}),
 		Broadcasts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "broadcasts_total",
 			Help: "Authority steps that sampled at least one frame: broadcasts."}),
+		PaceGaveUp: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "pace_gave_up_total",
+			Help: "Times a datagram sender stopped waiting for QUIC to send what it held, after nothing went on the wire for four broadcast periods."}),
 	}
 	reg.MustRegister(m.Observers, m.DatagramsSent, m.BytesSent, m.FramesDropped, m.DatagramsSlow, m.Rejects,
 		m.HandshakesFailed, m.JoinsRefused, m.TokensRefused, m.Closes, m.QueueAge, m.QueueAgeMax,
 		m.DatagramWait, m.FramesLate, m.Budget, m.BudgetUsed, m.FramesDeferred, m.OldestIslandAge, m.OldestIslandAgeMax,
-		m.DatagramLoss, m.ParityBroadcasts, m.Steps, m.Broadcasts,
+		m.DatagramLoss, m.ParityBroadcasts, m.Steps, m.Broadcasts, m.PaceGaveUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -203,6 +211,12 @@ func (m *Metrics) closed(code quic.ApplicationErrorCode) {
 func (m *Metrics) droppedLate(frames int) {
 	if m != nil {
 		m.FramesLate.Add(float64(frames))
+	}
+}
+
+func (m *Metrics) paceGaveUp() {
+	if m != nil {
+		m.PaceGaveUp.Inc()
 	}
 }
 

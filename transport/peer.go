@@ -220,9 +220,8 @@ func (p *peer) writeControl() {
 			start := time.Now()
 			_ = p.stream.SetWriteDeadline(start.Add(p.stall))
 			p.writingAt.Store(start.UnixNano())
-			_, err := p.stream.Write(b[:n])
+			err := p.hand(n, func() error { _, err := p.stream.Write(b[:n]); return err })
 			p.writingAt.Store(0)
-			p.handed.Add(int64(n))
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
@@ -238,10 +237,22 @@ func (p *peer) writeControl() {
 	}
 }
 
+// hand counts n bytes as handed to quic-go, then hands them over (give);
+// when give fails they are taken off the count again. Counted first:
+// quic-go may send them before give returns — a stream Write returns only
+// once they are packed — and a byte the pacer saw sent before it saw it
+// handed it would go on counting as held (paceMeter).
+func (p *peer) hand(n int, give func() error) error {
+	p.handed.Add(int64(n))
+	err := give()
+	if err != nil {
+		p.handed.Add(-int64(n))
+	}
+	return err
+}
+
 func (p *peer) sendDatagrams() {
-	var held, lastHanded int64 // pace's estimate of what quic-go holds
-	var lastSent uint64
-	var moved time.Time // when quic-go last put bytes on the wire
+	var meter paceMeter
 	for {
 		select {
 		case <-p.wakeDG:
@@ -260,7 +271,7 @@ func (p *peer) sendDatagrams() {
 			p.mu.Unlock()
 			now := time.Now()
 			if p.late > 0 {
-				if now = p.pace(&held, &lastSent, &lastHanded, &moved); now.IsZero() {
+				if now = p.pace(&meter); now.IsZero() {
 					return
 				}
 			}
@@ -280,14 +291,13 @@ func (p *peer) sendDatagrams() {
 			}
 			// SendDatagram blocks while quic-go's own small queue is full:
 			// meanwhile Run keeps queueing, and the drop rules above apply.
-			if err := p.conn.SendDatagram(d.Bytes); err != nil {
+			if err := p.hand(len(d.Bytes), func() error { return p.conn.SendDatagram(d.Bytes) }); err != nil {
 				if p.conn.Context().Err() != nil {
 					return
 				}
 				p.m.reject("datagram-send")
 				continue
 			}
-			p.handed.Add(int64(len(d.Bytes)))
 			p.m.sent(len(d.Bytes))
 			p.m.waited(time.Since(d.at))
 		}
@@ -297,29 +307,18 @@ func (p *peer) sendDatagrams() {
 // pace waits until quic-go has sent nearly all it was handed, so that a
 // datagram waits here — where one too late is dropped — rather than in
 // quic-go's queue, which drains no faster than the congestion window allows
-// and from which nobody can take a stale datagram back. What quic-go still
-// holds is estimated from what it has put on the wire (ConnectionStats'
-// BytesSent) against what it was handed (datagrams and control bytes),
-// never below zero: headers and acknowledgements only make it look
-// emptier. It returns the time it let the datagram go; zero when the
-// connection ended meanwhile.
-func (p *peer) pace(held *int64, lastSent *uint64, lastHanded *int64, moved *time.Time) time.Time {
+// and from which nobody can take a stale datagram back. It returns the
+// time it let the datagram go; zero when the connection ended meanwhile.
+func (p *peer) pace(m *paceMeter) time.Time {
 	for {
 		now := time.Now()
-		sent := p.conn.ConnectionStats().BytesSent
-		handed := p.handed.Load()
-		*held = max(*held+(handed-*lastHanded)-int64(sent-*lastSent), 0)
-		if sent != *lastSent || moved.IsZero() {
-			*moved = now
-		} else if now.Sub(*moved) > 2*p.late {
-			// Nothing went on the wire for that long: quic-go holds
-			// nothing it could send (what it was handed and never sent —
-			// a datagram it dropped — must not hold the pace forever).
-			*held = 0
+		sent := p.conn.ConnectionStats().BytesSent // before the handed count: see paceMeter
+		held, gaveUp := m.observe(now, sent, p.handed.Load(), 2*p.late)
+		if gaveUp {
+			p.m.paceGaveUp()
 		}
-		*lastSent, *lastHanded = sent, handed
-		p.quicHeld.Store(*held)
-		if *held <= paceHeld {
+		p.quicHeld.Store(held)
+		if held <= paceHeld {
 			return now
 		}
 		t := time.NewTimer(paceStep)
@@ -330,6 +329,40 @@ func (p *peer) pace(held *int64, lastSent *uint64, lastHanded *int64, moved *tim
 			return time.Time{}
 		}
 	}
+}
+
+// paceMeter estimates how many bytes quic-go holds unsent: what it was
+// handed (datagrams and control bytes, peer.handed) less what it has put
+// on the wire (ConnectionStats' BytesSent), never below zero — packet
+// headers and acknowledgements only make it look emptier. The estimate
+// is right only if no byte is seen sent before it is seen handed: the
+// floor would swallow the early send, and the byte would then count as
+// held for good, holding every datagram after it. So writers count bytes
+// before quic-go gets them (peer.hand), and BytesSent is read before the
+// handed count.
+type paceMeter struct {
+	held       int64     // bytes
+	lastHanded int64     // the handed count at the last observation
+	lastSent   uint64    // BytesSent at the last observation
+	moved      time.Time // when BytesSent last grew; zero before the first observation
+}
+
+// observe takes BytesSent and the handed count read at now and returns
+// the bytes held. When nothing has gone on the wire for longer than
+// giveUp, quic-go holds nothing it could send (what it was handed and
+// never sent — a datagram it dropped as too large — must not hold the
+// pace forever): the estimate starts again from zero, and gaveUp reports
+// whether that released bytes over paceHeld.
+func (m *paceMeter) observe(now time.Time, sent uint64, handed int64, giveUp time.Duration) (held int64, gaveUp bool) {
+	m.held = max(m.held+(handed-m.lastHanded)-int64(sent-m.lastSent), 0)
+	if sent != m.lastSent || m.moved.IsZero() {
+		m.moved = now
+	} else if now.Sub(m.moved) > giveUp {
+		gaveUp = m.held > paceHeld
+		m.held = 0
+	}
+	m.lastSent, m.lastHanded = sent, handed
+	return m.held, gaveUp
 }
 
 // pathGain is how far above the congestion window's rate an observer's
