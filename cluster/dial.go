@@ -14,9 +14,11 @@ import (
 
 // links keeps run going for every registered member of role whose
 // registration want accepts, one at a time per member, as the table has
-// them, until ctx ends: a member whose registration changes or goes has
-// its run's context ended (and a fresh one started for the new value).
-func links(ctx context.Context, tb *Table, role Role, want func(registration) bool,
+// them, until ctx ends: a member whose registration changes has its run's
+// context ended (and a fresh one started for the new value), and so has
+// one whose registration went — unless keep (nil: none) says to go on
+// with it for now.
+func links(ctx context.Context, tb *Table, role Role, want func(registration) bool, keep func(name string) bool,
 	run func(ctx context.Context, name string, r registration)) {
 	type link struct {
 		value  string
@@ -31,10 +33,12 @@ func links(ctx context.Context, tb *Table, role Role, want func(registration) bo
 	for {
 		changed := tb.Changed()
 		for name, l := range live {
-			if v, ok := tb.Addr(role, name); !ok || v != l.value {
-				l.cancel()
-				delete(live, name)
+			v, ok := tb.Addr(role, name)
+			if ok && v == l.value || !ok && keep != nil && keep(name) {
+				continue
 			}
+			l.cancel()
+			delete(live, name)
 		}
 		for _, name := range tb.Members(role) {
 			if live[name] != nil {
@@ -119,7 +123,11 @@ func acceptUplinks(ctx context.Context, ln *transport.UplinkListener, tb *Table,
 // dialAuthorities keeps one connection to every registered authority that accepts
 // them, as the table has them, until ctx ends.
 func dialAuthorities(ctx context.Context, tb *Table, relay *Relay, log *slog.Logger) {
-	links(ctx, tb, Authority, func(r registration) bool { return r.addr != dialsOut },
+	// An authority that drains leaves the world first and then hands its
+	// shards on, stepping each until its next holder's frames show here:
+	// its link stays while it holds or hands on any, or the islands would
+	// go without frames from its leaving until their next holder's first.
+	links(ctx, tb, Authority, func(r registration) bool { return r.addr != dialsOut }, tb.Busy,
 		func(ctx context.Context, name string, r registration) {
 			dialAuthority(ctx, name, r.addr, r.fingerprint, relay, log)
 		})
@@ -156,7 +164,7 @@ func dialAuthority(ctx context.Context, name, addr, pin string, relay *Relay, lo
 // dialFronts keeps one uplink from srv to every registered front with an
 // uplink port until ctx ends.
 func dialFronts(ctx context.Context, tb *Table, srv *transport.Server, cert tls.Certificate, log *slog.Logger) {
-	links(ctx, tb, Front, func(r registration) bool { return r.uplink != "" },
+	links(ctx, tb, Front, func(r registration) bool { return r.uplink != "" }, nil,
 		func(ctx context.Context, name string, r registration) { dialFront(ctx, name, r, srv, cert, log) })
 }
 

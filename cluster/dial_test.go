@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,4 +131,72 @@ func scenarioSource(t *testing.T, scs []scenario.Scenario) transport.Source {
 		t.Fatal(err)
 	}
 	return auth
+}
+
+// TestLinkOutlivesRegistration: a front keeps its link to an authority
+// whose registration went while the authority still holds a shard or hands
+// one on — a drain leaves the world first, then hands its shards on, and
+// steps each until its next holder's frames show at the fronts — and ends
+// the link once the authority holds nothing.
+func TestLinkOutlivesRegistration(t *testing.T) {
+	p, cli := world(t)
+	tb := watchTable(t, cli, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg := registration{addr: "127.0.0.1:1", fingerprint: strings.Repeat("ab", 32)}.String()
+	member := func(name string) *Member {
+		m, err := Join(ctx, cli, Config{Prefix: p, Name: name, Role: Authority, TTL: 2 * time.Second, Addr: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(context.Background()) })
+		return m
+	}
+	b := member("b")
+	epoch, err := b.Claim(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, ended := make(chan string, 8), make(chan string, 8)
+	go links(ctx, tb, Authority, func(registration) bool { return true }, tb.Busy,
+		func(ctx context.Context, name string, _ registration) {
+			started <- name
+			<-ctx.Done()
+			ended <- name
+		})
+	guard := time.After(2 * time.Minute) // only a hung test's bound
+	awaitName := func(c chan string, want, what string) {
+		t.Helper()
+		select {
+		case n := <-c:
+			if n != want {
+				t.Fatalf("%s: the link to %s, not %s", what, n, want)
+			}
+		case <-guard:
+			t.Fatalf("never: %s", what)
+		}
+	}
+	awaitName(started, "b", "the link to b starts")
+
+	// b leaves the world, as a drain begins, holding shard 0; then x
+	// registers, a change links takes in after b's leaving.
+	if err := b.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	member("x")
+	awaitName(started, "x", "the link to x starts")
+	// b releases the shard for its next holder and hands it on.
+	if ok, err := b.Release(ctx, 0, epoch); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	member("y")
+	awaitName(started, "y", "the link to y starts")
+	select {
+	case n := <-ended:
+		t.Fatalf("the link to %s ended while b still held or handed on a shard", n)
+	default:
+	}
+	// b's session ends: it holds nothing, and its link goes.
+	b.Close(ctx)
+	awaitName(ended, "b", "the link to b ends")
 }

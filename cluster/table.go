@@ -236,6 +236,26 @@ func (t *Table) Handing(n uint32, holder string, epoch uint32) bool {
 	return ok && h.Holder == holder && epoch >= h.Epoch
 }
 
+// Busy reports whether the member named name holds a shard or hands one
+// on (it released it and steps it until its next holder's frames show):
+// a front keeps its link to such an authority even after its
+// registration went, the first step of its drain.
+func (t *Table) Busy(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, h := range t.shards {
+		if h.Holder == name {
+			return true
+		}
+	}
+	for _, h := range t.handing {
+		if h.Holder == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Members returns the names of the registered members of role, sorted.
 func (t *Table) Members(r Role) []string {
 	t.mu.Lock()
