@@ -157,26 +157,34 @@ func TestLinkOutlivesRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, ended := make(chan string, 8), make(chan string, 8)
+	// Each run hands over its name and context as it starts. links ends a
+	// link's context before it starts any later one, so once a later link
+	// has started, the context says whether the earlier one was ended.
+	type run struct {
+		name string
+		ctx  context.Context
+	}
+	started := make(chan run, 8)
 	go links(ctx, tb, Authority, func(registration) bool { return true }, tb.Busy,
 		func(ctx context.Context, name string, _ registration) {
-			started <- name
+			started <- run{name, ctx}
 			<-ctx.Done()
-			ended <- name
 		})
 	guard := time.After(2 * time.Minute) // only a hung test's bound
-	awaitName := func(c chan string, want, what string) {
+	awaitStart := func(want string) context.Context {
 		t.Helper()
 		select {
-		case n := <-c:
-			if n != want {
-				t.Fatalf("%s: the link to %s, not %s", what, n, want)
+		case r := <-started:
+			if r.name != want {
+				t.Fatalf("the link to %s started, not to %s", r.name, want)
 			}
+			return r.ctx
 		case <-guard:
-			t.Fatalf("never: %s", what)
+			t.Fatalf("never: the link to %s starts", want)
 		}
+		return nil
 	}
-	awaitName(started, "b", "the link to b starts")
+	linkB := awaitStart("b")
 
 	// b leaves the world, as a drain begins, holding shard 0; then x
 	// registers, a change links takes in after b's leaving.
@@ -184,19 +192,24 @@ func TestLinkOutlivesRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	member("x")
-	awaitName(started, "x", "the link to x starts")
+	awaitStart("x")
+	if linkB.Err() != nil {
+		t.Fatal("the link to b ended when b left the world, holding a shard")
+	}
 	// b releases the shard for its next holder and hands it on.
 	if ok, err := b.Release(ctx, 0, epoch); err != nil || !ok {
 		t.Fatalf("release: %v, %v", ok, err)
 	}
 	member("y")
-	awaitName(started, "y", "the link to y starts")
-	select {
-	case n := <-ended:
-		t.Fatalf("the link to %s ended while b still held or handed on a shard", n)
-	default:
+	awaitStart("y")
+	if linkB.Err() != nil {
+		t.Fatal("the link to b ended while b handed its shard on")
 	}
 	// b's session ends: it holds nothing, and its link goes.
 	b.Close(ctx)
-	awaitName(ended, "b", "the link to b ends")
+	select {
+	case <-linkB.Done():
+	case <-guard:
+		t.Fatal("never: the link to b ends")
+	}
 }

@@ -45,10 +45,10 @@
 //     RunAuthority keeps stepping the shard until its standby sees the next
 //     holder's frames, so the islands never stop while they change hands.
 //     Fronts keep their link to an authority whose registration went for
-//     as long as it holds or hands on a shard (Table.Busy): dropped at
-//     its Leave, its islands went without frames from then until the next
-//     holder's first. A rebalance (an authority joins) hands shards on the
-//     same way.
+//     as long as it holds or hands on a shard (Table.Busy), or its islands
+//     would go without frames from its Leave until the next holder's
+//     first. A rebalance (an authority joins) hands shards on the same
+//     way.
 //
 // # Processes
 //

@@ -240,8 +240,8 @@ func (p *peer) writeControl() {
 // hand counts n bytes as handed to quic-go, then hands them over (give);
 // when give fails they are taken off the count again. Counted first:
 // quic-go may send them before give returns — a stream Write returns only
-// once they are packed — and a byte the pacer saw sent before it saw it
-// handed it would go on counting as held (paceMeter).
+// once they are packed — and a byte the pacer sees sent before it sees it
+// handed would count as held for good (paceMeter).
 func (p *peer) hand(n int, give func() error) error {
 	p.handed.Add(int64(n))
 	err := give()
