@@ -449,15 +449,22 @@ func (s *batchState) decodeDeltaMember(d *rcDecoder, i int, multi bool, res []in
 	res = append(res, 0)
 	var mask int64
 	c := 0
+	rng, code := d.rng, d.code // the fields' bits decoded on locals (magAt)
 	for k := range 6 {
 		nz := true
 		if k < 5 || mask != 0 {
-			nz = d.bit(&m.nz[k][c])
+			rng, code, nz = decideBit(rng, code, &m.nz[k][c])
+			if rng < rcTop {
+				rng, code = d.fill(rng, code)
+			}
 		}
 		c = 0
 		if nz {
 			c = 1
-			v, ok := d.signed(&m.res[k])
+			var neg bool
+			var a uint64
+			rng, code, neg, a = d.signedAt(rng, code, &m.res[k])
+			v, ok := signedValue(neg, a)
 			if !ok {
 				return res, false
 			}
@@ -465,6 +472,7 @@ func (s *batchState) decodeDeltaMember(d *rcDecoder, i int, multi bool, res []in
 			res = append(res, v)
 		}
 	}
+	d.rng, d.code = rng, code
 	res[at] = mask
 	return res, true
 }

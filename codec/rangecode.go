@@ -182,22 +182,34 @@ func (d *rcDecoder) next() byte {
 }
 
 func (d *rcDecoder) bit(p *prob) bool {
-	bound := (d.rng >> probBits) * uint32(*p)
 	var b bool
-	if d.code < bound {
-		d.rng = bound
-		*p += (probOne - *p) >> probShift
-	} else {
-		d.code -= bound
-		d.rng -= bound
-		*p -= *p >> probShift
-		b = true
-	}
-	for d.rng < rcTop {
-		d.rng <<= 8
-		d.code = d.code<<8 | uint32(d.next())
+	d.rng, d.code, b = decideBit(d.rng, d.code, p)
+	if d.rng < rcTop {
+		d.rng, d.code = d.fill(d.rng, d.code)
 	}
 	return b
+}
+
+// decideBit decodes one bit in context p from the range and code given,
+// without renormalising: bit's arithmetic on a state the caller may hold
+// in locals over a run of bits (mag), so that it stays in registers.
+func decideBit(rng, code uint32, p *prob) (uint32, uint32, bool) {
+	bound := (rng >> probBits) * uint32(*p)
+	if code < bound {
+		*p += (probOne - *p) >> probShift
+		return bound, code, false
+	}
+	*p -= *p >> probShift
+	return rng - bound, code - bound, true
+}
+
+// fill renormalises: it reads bytes into code until rng is at least rcTop.
+func (d *rcDecoder) fill(rng, code uint32) (uint32, uint32) {
+	for rng < rcTop {
+		rng <<= 8
+		code = code<<8 | uint32(d.next())
+	}
+	return rng, code
 }
 
 func (d *rcDecoder) direct() bool {
@@ -260,24 +272,48 @@ func (e *rcEncoder) mag(m *magModel, a uint64) {
 }
 
 func (d *rcDecoder) mag(m *magModel) uint64 {
+	var a uint64
+	d.rng, d.code, a = d.magAt(d.rng, d.code, m)
+	return a
+}
+
+// magAt is mag on the range and code given, held by the caller in locals
+// (bit and direct inline): it returns them after the magnitude, and the
+// magnitude.
+func (d *rcDecoder) magAt(rng, code uint32, m *magModel) (uint32, uint32, uint64) {
 	k := 0
-	for k < 63 && d.bit(&m.bucket[min(k, magBuckets-1)]) {
+	for k < 63 {
+		var b bool
+		rng, code, b = decideBit(rng, code, &m.bucket[min(k, magBuckets-1)])
+		if rng < rcTop {
+			rng, code = d.fill(rng, code)
+		}
+		if !b {
+			break
+		}
 		k++
 	}
 	a := uint64(1)
 	for j := k - 1; j >= 0; j-- {
 		var b bool
 		if i := k - 1 - j; i < magMant && k < magBuckets {
-			b = d.bit(&m.mant[k][i])
+			rng, code, b = decideBit(rng, code, &m.mant[k][i])
 		} else {
-			b = d.direct()
+			rng >>= 1
+			if code >= rng {
+				code -= rng
+				b = true
+			}
+		}
+		if rng < rcTop {
+			rng, code = d.fill(rng, code)
 		}
 		a <<= 1
 		if b {
 			a |= 1
 		}
 	}
-	return a
+	return rng, code, a
 }
 
 // sgnModel is the contexts of a signed value: zero or not, its sign, its
@@ -305,8 +341,15 @@ func (e *rcEncoder) signed(m *sgnModel, v int64) {
 // signed reads a nonzero value; ok is false for a magnitude no int64 has
 // with that sign.
 func (d *rcDecoder) signed(m *sgnModel) (v int64, ok bool) {
-	neg := d.bit(&m.sign)
-	a := d.mag(&m.mag)
+	var a uint64
+	var neg bool
+	d.rng, d.code, neg, a = d.signedAt(d.rng, d.code, m)
+	return signedValue(neg, a)
+}
+
+// signedValue is the value of sign neg and magnitude a; ok is false for a
+// magnitude no int64 has with that sign.
+func signedValue(neg bool, a uint64) (int64, bool) {
 	if neg {
 		return -int64(a), a <= 1<<63
 	}
@@ -322,3 +365,14 @@ var costOf = func() (t [probOne + 1]uint16) {
 	t[0] = t[1]
 	return t
 }()
+
+// signedAt reads a nonzero value's sign and magnitude on the range and
+// code given (magAt).
+func (d *rcDecoder) signedAt(rng, code uint32, m *sgnModel) (uint32, uint32, bool, uint64) {
+	rng, code, neg := decideBit(rng, code, &m.sign)
+	if rng < rcTop {
+		rng, code = d.fill(rng, code)
+	}
+	rng, code, a := d.magAt(rng, code, &m.mag)
+	return rng, code, neg, a
+}
