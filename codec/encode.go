@@ -712,7 +712,11 @@ func (e *Encoder) frameSum(f *Frame) uint64 {
 func (e *Encoder) batchAdd(it *batchIsland) bool {
 	b := &e.bat
 	for {
-		if b.open && (b.st.count == MaxBatchIslands || b.members+it.n > MaxBatchMembers) {
+		// A batch codes each island after the one before it: an island at
+		// or below it (the same island again, as at a hand-off) goes in
+		// the next datagram, whose records start afresh.
+		if b.open && (b.st.count == MaxBatchIslands || b.members+it.n > MaxBatchMembers ||
+			b.st.count > 0 && it.island <= b.st.last) {
 			e.close()
 		}
 		if !b.open {
