@@ -24,8 +24,19 @@
 // # What it takes care of
 //
 //   - Control before frames: a frame validates only against the lease,
-//     manifest and identities the control stream delivered; frames that
-//     arrive first are rejected (counted) and the next one validates.
+//     manifest, identities and Physics the control stream delivered. Over
+//     QUIC a datagram can overtake the stream (which waits for a lost
+//     packet while datagrams do not): a wire-3 datagram whose whole frames
+//     failed only for want of such a message — no lease, a newer epoch,
+//     topology or config than known, no manifest, an identity not yet
+//     announced, no links — is held (Config.MaxParked datagrams, the oldest
+//     going first, each at most Config.ParkFor) and received again,
+//     validated against the control of that moment, at the next Datagram
+//     or Render once control changed; committed then, it is confirmed
+//     then. Nothing is guessed. Stats.Wire counts datagrams held, held
+//     ones committed and let go ("wire:park-dropped"). Fragments of frames
+//     cut into several datagrams are not held: a frame that arrives before
+//     its control is rejected (counted) and a keyframe asked for.
 //   - The playout clock follows the authority's timeline (Welcome), not an
 //     island's ownership epoch: a hand-off of one island does not restart
 //     the others' playout. Every Welcome resets every stage through one

@@ -43,6 +43,16 @@ type Config struct {
 	// StraightExtrapolation ignores Physics messages: past its newest frame
 	// every member moves along its own velocity (for comparison).
 	StraightExtrapolation bool
+	// MaxParked caps the wire-3 datagrams held because a whole frame in
+	// them waits for a control message still on its way — its lease,
+	// manifest, members' announcement or Physics (over QUIC a datagram can
+	// overtake the control stream); they are received again once control
+	// changed. Zero means DefaultMaxParked; negative, none is held. At most
+	// MaxParked × Codec.MaxDatagram bytes.
+	MaxParked int
+	// ParkFor is how long a datagram is held at most, µs of the caller's
+	// clock (zero: DefaultParkFor).
+	ParkFor int64
 
 	// OnControl, if set, is called with the bytes of every control
 	// message ControlBytes applied (not those it refused), after it applied
@@ -146,7 +156,11 @@ type Receiver struct {
 	ents        []baseline.Entry  // scratch: restored members
 	raw         []byte            // scratch: their quantized records
 	ids         []island.MemberID
-	states      []island.State // scratch: restored members as the validator takes them
+	states      []island.State   // scratch: restored members as the validator takes them
+	reason      validator.Reason // the last whole frame's validation
+	lot         parkLot          // wire-3 datagrams that wait for control (park.go)
+	waitCtl     bool             // the datagram being received had a whole frame wait for control
+	ctlChanged  bool             // control changed since the held datagrams were last received
 
 	stats Stats
 }
@@ -191,6 +205,12 @@ func New(cfg Config) (*Receiver, error) {
 	}
 	if r.cfg.MaxSimWork <= 0 {
 		r.cfg.MaxSimWork = DefaultMaxSimWork
+	}
+	if r.cfg.MaxParked == 0 {
+		r.cfg.MaxParked = DefaultMaxParked
+	}
+	if r.cfg.ParkFor <= 0 {
+		r.cfg.ParkFor = DefaultParkFor
 	}
 	r.sim = sims{byID: make(map[uint32]*[2]*localsim.Island), budget: r.cfg.MaxSimWork}
 	r.st.SetExtrapolator(&r.sim)
@@ -237,6 +257,11 @@ func (r *Receiver) Control(now int64, m codec.Message) error {
 	t := codec.TypeOf(m)
 	err := r.control(now, t, m)
 	r.stats.Control.count(t, err)
+	switch t {
+	case codec.TypeLease, codec.TypeManifest, codec.TypeAnnounce, codec.TypePhysics, codec.TypePhysicsRef, codec.TypeSpawn:
+		// What a held datagram may have waited for.
+		r.ctlChanged = r.ctlChanged || err == nil
+	}
 	return err
 }
 
@@ -270,6 +295,12 @@ func (r *Receiver) ControlBytes(now int64, b []byte) (int, error) {
 func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) error {
 	if w, ok := m.(codec.Welcome); ok {
 		newTimeline := !r.welcomed || w.Timeline != r.welcome.Timeline
+		if r.welcomed {
+			// Held datagrams are the last connection's: none of them is
+			// received again. Those held before the first Welcome are this
+			// one's, and wait for the catch-up that follows it.
+			r.lot.reset()
+		}
 		r.welcomed, r.welcome = true, w
 		// Accept the datagrams the authority said it will send, if they are
 		// larger than the configured cap (never beyond the largest UDP payload).
@@ -523,8 +554,14 @@ func (r *Receiver) forget(id uint32) {
 func (r *Receiver) Datagram(now int64, b []byte) {
 	r.stats.Datagrams++
 	r.stats.BytesReceived += uint64(len(b))
+	if len(r.lot.held) > 0 {
+		r.unpark(now)
+	}
 	if v, err := codec.DatagramVersion(b); err == nil && v == codec.VersionV3 {
-		r.quantDatagram(now, b)
+		r.waitCtl = false
+		if !r.quantDatagram(now, b) && r.waitCtl {
+			r.park(now, b)
+		}
 		return
 	}
 	frags, err := r.dec.Decode(b)
@@ -566,6 +603,9 @@ func (r *Receiver) Confirm(b []byte) {
 // anchored. The views and their poses are the receiver's: valid until the
 // next Render. Render also expires incomplete frames whose TTL has passed.
 func (r *Receiver) Render(now int64) []IslandView {
+	if len(r.lot.held) > 0 {
+		r.unpark(now) // before the clock moves: held frames that now commit are shown
+	}
 	r.asm.Expire(now)
 	r.clock.Advance(now)
 	rt, ok := r.clock.R()

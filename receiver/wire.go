@@ -65,6 +65,11 @@ type WireStats struct {
 	Unverified uint64 // datagrams with a whole frame that could not be restored: none of their whole frames commits
 	Refused    uint64 // frames restored whole but refused by validation, or fragments refused by reassembly (a keyframe is asked for)
 	Unknown    uint64 // records of islands without a manifest
+	// The datagram hold (park.go): datagrams held because a whole frame
+	// waited for control, those of them confirmed when received again, and
+	// those let go — held past ParkFor, pushed out by MaxParked, or
+	// failing for another reason when received again.
+	Parked, Unparked, ParkDropped uint64
 }
 
 // islandOf returns island id's baselines, nil when it has no manifest.
@@ -102,12 +107,13 @@ func (r *Receiver) requestKey(id uint32) {
 // datagram is confirmed (Feedback's Received): every frame it carried is
 // then held. A datagram whose whole frames cannot all be restored (a
 // baseline not held) or do not match its sum commits none of them and is
-// not confirmed.
-func (r *Receiver) quantDatagram(now int64, b []byte) {
+// not confirmed. It reports whether the datagram was confirmed; when a
+// whole frame failed only for want of control, it sets waitCtl (park.go).
+func (r *Receiver) quantDatagram(now int64, b []byte) bool {
 	h, recs, err := r.dec2.Decode(b)
 	if err != nil {
 		r.stats.Decode.add(err)
-		return
+		return false
 	}
 	if !r.seenSeq || island.SeqNewer(h.Seq, r.newestSeq) {
 		r.seenSeq, r.newestSeq = true, h.Seq
@@ -139,26 +145,32 @@ func (r *Receiver) quantDatagram(now int64, b []byte) {
 		// Some whole frame could not be restored (and asked for its
 		// keyframe): the sum cannot be checked, so none commits.
 		r.stats.Wire.Unverified++
-		return
+		return false
 	case r.wsum.Sum32() != h.Sum:
 		r.stats.Wire.Digest++
 		for i := range r.whole {
 			r.requestKey(r.whole[i].info.Key.Island)
 		}
-		return
+		r.waitCtl = false // not the authority's frames as restored: holding them would not help
+		return false
 	}
 	for i := range r.whole {
 		w := &r.whole[i]
 		ents := r.wents[w.off : w.off+w.n]
 		hdr := codec.FragmentHeader{Sender: w.info.Sender, Key: w.info.Key, Time: w.info.Time, Segment: w.info.Segment,
 			Flags: w.flags, TotalMembers: uint32(w.n), Count: 1, MemberCount: uint16(w.n)}
-		r.baselineOrRefuse(r.commitRestored(now, &hdr, ents, w.info.Class.Precision()), w.s, w.info, ents)
+		ok := r.commitRestored(now, &hdr, ents, w.info.Class.Precision())
+		if !ok && waitsForControl(r.reason) {
+			r.waitCtl = true
+		}
+		r.baselineOrRefuse(ok, w.s, w.info, ents)
 	}
 	if r.dgRefused {
-		return
+		return false
 	}
 	r.arrivals.Arrived(h.Packet)
 	r.arrivalsNew = true
+	return true
 }
 
 // rebuilt takes on the fragments the assembler rebuilt from parity, as if
@@ -237,6 +249,7 @@ func (r *Receiver) restoreKey(now int64, h codec.Header, rec *codec.Record) {
 		r.requestKey(rec.Island)
 		if rec.Fragments == 1 {
 			r.wholeBad = true
+			r.waitCtl = r.waitCtl || errors.Is(err, codec.ErrNoLinks)
 		}
 		return
 	}
@@ -337,6 +350,7 @@ func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record) {
 		r.requestKey(rec.Island)
 		if rec.Fragments == 1 {
 			r.wholeBad = true
+			r.waitCtl = r.waitCtl || errors.Is(err, codec.ErrNoLinks)
 		}
 		return
 	}
@@ -418,6 +432,7 @@ func (r *Receiver) commitRestored(now int64, h *codec.FragmentHeader, ents []bas
 func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island.MemberID, states []island.State) bool {
 	reason, vf := r.val.ValidateStates(validator.Header{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment,
 		Flags: h.Flags}, ids, states)
+	r.reason = reason
 	return r.commit(now, reason, vf)
 }
 

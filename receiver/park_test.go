@@ -1,0 +1,127 @@
+package receiver
+
+import (
+	"testing"
+
+	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/scenario"
+)
+
+// lateControl runs scenes on wire 3 with the control stream one step behind
+// the datagrams, as over QUIC when the stream waits for a lost packet and
+// the datagrams do not: each step's datagrams arrive, then the control
+// messages of that step, then a render. It returns the frames the authority
+// sent and the receiver's stats.
+func lateControl(t *testing.T, scenes string, steps int, cfg Config) (sent uint64, st Stats) {
+	t.Helper()
+	l := newLoop(t, scenes, 3)
+	l.rx, _ = New(cfg)
+	for range steps {
+		l.now += 1_000_000 / scenario.StepHz
+		msgs, frames := l.auth.Step()
+		for _, m := range msgs {
+			_ = l.bc.Apply(m)
+		}
+		l.bc.Frames(frames)
+		sent += uint64(len(frames))
+		l.ctl, l.dgs = l.bc.Take(1, l.ctl[:0], l.dgs[:0])
+		for _, d := range l.dgs {
+			l.rx.Datagram(l.now, d.Bytes)
+		}
+		l.now += 1000
+		l.control()
+		l.now += 1000
+		l.rx.Render(l.now)
+		l.fb = l.rx.Feedback(l.fb[:0])
+		l.feedBack()
+	}
+	return sent, l.rx.Stats()
+}
+
+// TestHeldUntilControl: frames whose datagrams overtake the control
+// messages they need — the first frames before their island's Lease,
+// Manifest and Physics, a hand-off's first frames before the new Lease —
+// are held and commit once control arrives: every frame sent commits.
+// Without the hold (MaxParked < 0) they are refused and lost.
+func TestHeldUntilControl(t *testing.T) {
+	const scenes, steps = "ragdolls,handoff,chain", 360 // 6 s, past the hand-off at 2.5 s
+	sent, st := lateControl(t, scenes, steps, Config{})
+	if st.FramesCommitted != sent || st.Wire.Parked == 0 || st.Wire.Unparked != st.Wire.Parked || st.Wire.ParkDropped != 0 {
+		t.Fatalf("with the hold: %d of %d frames committed; wire %+v", st.FramesCommitted, sent, st.Wire)
+	}
+	sentOff, off := lateControl(t, scenes, steps, Config{MaxParked: -1})
+	if sentOff != sent || off.FramesCommitted >= sent || off.Wire.Parked != 0 {
+		t.Fatalf("without the hold: %d of %d frames committed; wire %+v", off.FramesCommitted, sent, off.Wire)
+	}
+	t.Logf("control a step late: %d of %d frames committed with the hold (%d datagrams held), %d without",
+		st.FramesCommitted, sent, st.Wire.Parked, off.FramesCommitted)
+}
+
+// TestHoldIsBounded: a held datagram goes once it was held ParkFor, and
+// the oldest goes when MaxParked are held; neither commits when its control
+// comes later.
+func TestHoldIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		wait    int64 // µs between the datagrams and their control
+		dropped uint64
+	}{
+		{"expired", Config{ParkFor: 100_000}, 200_000, 3},
+		{"capped", Config{MaxParked: 2}, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLoop(t, "ragdolls", 3)
+			l.rx, _ = New(tc.cfg)
+			var held [][]byte
+			var ctl []byte
+			for len(held) < 3 { // three broadcasts' datagrams, their control held back
+				l.broadcast()
+				ctl = append(ctl, l.ctl...)
+				for _, d := range l.dgs {
+					held = append(held, append([]byte(nil), d.Bytes...))
+				}
+			}
+			for _, d := range held {
+				l.rx.Datagram(l.now, d)
+			}
+			l.now += tc.wait
+			l.ctl = ctl
+			l.control()
+			l.rx.Render(l.now)
+			st := l.rx.Stats()
+			if st.Wire.Parked != 3 || st.Wire.ParkDropped != tc.dropped || st.Wire.Unparked != 3-tc.dropped {
+				t.Fatalf("wire %+v", st.Wire)
+			}
+			var dropped uint64
+			st.Rejects(func(r string, n uint64) {
+				if r == "wire:park-dropped" {
+					dropped = n
+				}
+			})
+			if dropped != tc.dropped {
+				t.Fatalf("wire:park-dropped %d, want %d", dropped, tc.dropped)
+			}
+		})
+	}
+}
+
+// TestHoldKeepsNoOtherFailure: a datagram whose frames fail for another
+// reason than control — here its baselines are not held — is not held.
+func TestHoldKeepsNoOtherFailure(t *testing.T) {
+	l := newLoop(t, "ragdolls", 3)
+	for range 60 { // deltas flow
+		l.step(nil)
+	}
+	l.broadcast()
+	l.control()
+	fresh, _ := New(Config{})
+	mustControl(t, fresh, l.now, welcome)
+	l.deliver(l.ctl, func(m codec.Message) { _ = fresh.Control(l.now, m) })
+	for _, d := range l.dgs {
+		fresh.Datagram(l.now, d.Bytes)
+	}
+	if st := fresh.Stats(); st.Wire.Parked != 0 || st.FramesCommitted != 0 {
+		t.Fatalf("wire %+v, %d committed", st.Wire, st.FramesCommitted)
+	}
+}
