@@ -10,7 +10,7 @@ import (
 
 // ControlVersion is the control protocol version a Welcome carries. It
 // changes whenever a control record's layout or meaning changes.
-const ControlVersion = 5
+const ControlVersion = 6
 
 // ControlHeaderSize is the envelope before every control message body: a
 // u32 length (bytes after the length field) and a u8 message type.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/islandsync/islandsync/island"
@@ -51,16 +52,21 @@ func controlCases() []struct {
 	}
 }
 
-// goldenPhysics is a three-link island: link 0 hangs from a world point,
+// goldenPhysics is a five-link island: link 0 hangs from a world point,
 // link 1 (a 0.5 × 0.05 m box) keeps 0.5 m from link 0, link 2 slides
-// 0.2–0.6 m from link 1; a floor runs below.
+// 0.2–0.6 m from link 1, and links 3 and 4, like link 2, slide alike from
+// the link before (the body and the joints coded against the ones before
+// them); a floor runs below.
 func goldenPhysics() Physics {
 	return Physics{Island: 7, Topology: 3, Config: 2, Step: 16_667, Iterations: 30, Gravity: [2]float64{0, -9.8}, Damping: 1,
-		Bodies: []BodyMass{{Mass: 1, Moment: 0.1}, {Mass: 1, Moment: 0.1, Width: 0.5, Height: 0.05, Friction: 0.7}, {Mass: 2.5, Moment: 0.75}},
+		Bodies: []BodyMass{{Mass: 1, Moment: 0.1}, {Mass: 1, Moment: 0.1, Width: 0.5, Height: 0.05, Friction: 0.7}, {Mass: 2.5, Moment: 0.75},
+			{Mass: 2.5, Moment: 0.75}, {Mass: 2.5, Moment: 0.75}},
 		Joints: []JointSpec{
 			{Kind: JointPivot, A: 0, B: NoBody, AnchorA: [2]float64{-0.25, 0}, AnchorB: [2]float64{0, 10}},
 			{Kind: JointPin, A: 0, B: 1, AnchorA: [2]float64{0.25, 0}, AnchorB: [2]float64{-0.25, 0}, Min: 0.5, Max: 0.5},
 			{Kind: JointSlide, A: 1, B: 2, AnchorA: [2]float64{0.25, 0}, AnchorB: [2]float64{-0.25, 0}, Min: 0.2, Max: 0.6},
+			{Kind: JointSlide, A: 2, B: 3, AnchorA: [2]float64{0.25, 0}, AnchorB: [2]float64{-0.25, 0}, Min: 0.2, Max: 0.6},
+			{Kind: JointSlide, A: 3, B: 4, AnchorA: [2]float64{0.25, 0}, AnchorB: [2]float64{-0.25, 0}, Min: 0.2, Max: 0.6},
 		},
 		Static: []Segment{{A: [2]float64{-5, 0}, B: [2]float64{60, 0}, Radius: 0.1, Friction: 1}}}
 }
@@ -171,7 +177,8 @@ func TestControlRejects(t *testing.T) {
 		{"unknown type", env(0x7f, 0), ErrUnknownType},
 		{"welcome version 1 (before Physics)", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome version 2 (before Received)", env(TypeWelcome, cat([]byte{2}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
-		{"welcome version 6", env(TypeWelcome, cat([]byte{6}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 5 (before compact Physics)", env(TypeWelcome, cat([]byte{5}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 7", env(TypeWelcome, cat([]byte{7}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome version 3", env(TypeWelcome, cat([]byte{3}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome zero period", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(0), []byte{0xb0, 4})...), ErrMalformed},
 		{"welcome small cap", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0x10, 0})...), ErrMalformed},
@@ -378,9 +385,10 @@ func TestPhysicsRejects(t *testing.T) {
 		{"segment negative radius", func(m *Physics) { m.Static[0].Radius = -0.1 }, ErrMalformed},
 		{"segment negative friction", func(m *Physics) { m.Static[0].Friction = -1 }, ErrMalformed},
 		{"unknown kind", func(m *Physics) { m.Joints[0].Kind = 3 }, ErrMalformed},
-		{"end A out of range", func(m *Physics) { m.Joints[1].A = 3 }, ErrMalformed},
+		{"end A out of range", func(m *Physics) { m.Joints[1].A = 5 }, ErrMalformed},
 		{"end A static", func(m *Physics) { m.Joints[1].A = NoBody }, ErrMalformed},
-		{"end B out of range", func(m *Physics) { m.Joints[1].B = 3 }, ErrMalformed},
+		{"end B out of range", func(m *Physics) { m.Joints[1].B = 5 }, ErrMalformed},
+		{"next ends past the bodies", func(m *Physics) { m.Bodies = m.Bodies[:4] }, ErrMalformed},
 		{"both ends one body", func(m *Physics) { m.Joints[1].B = 0 }, ErrMalformed},
 		{"anchor NaN", func(m *Physics) { m.Joints[2].AnchorB[0] = nan }, ErrMalformed},
 		{"pivot with a distance", func(m *Physics) { m.Joints[0].Max = 0.1 }, ErrMalformed},
@@ -395,6 +403,37 @@ func TestPhysicsRejects(t *testing.T) {
 		_, _, err := ParseControl(m.Append(nil), &lim)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+	// The compact coding: physics.bin's body 0 flag is at offset 51, bodies
+	// 1 and 2 follow whole, body 3 (as body 2) is one byte at 174 and body
+	// 4 one at 175; joint 0's flags are at 180, joint 1's at 238, joint 2
+	// (the next ends, its own shape) at 296 with its shape from 297, joint
+	// 3 (as joint 2, the next ends) one byte at 346.
+	golden := goldenPhysics().Append(nil)
+	if golden[51] != 0 || golden[174] != bodySame || golden[175] != bodySame || golden[180] != 0 || golden[238] != 0 ||
+		golden[296] != jointNext || golden[346] != jointShaped|jointNext {
+		t.Fatalf("physics.bin's layout moved: % x", golden)
+	}
+	patch := func(at int, with ...byte) func([]byte) []byte {
+		return func(b []byte) []byte { b[at] = with[0]; return append(b[:at+1], append(with[1:], b[at+1:]...)...) }
+	}
+	for _, c := range []struct {
+		name string
+		edit func([]byte) []byte
+	}{
+		{"body flag 2", patch(51, 2)},
+		{"first body as the one before", patch(51, bodySame)},
+		{"a body written out as the one before", patch(174, append([]byte{0}, golden[134:174]...)...)},
+		{"joint flag bit 2", patch(238, 4)},
+		{"first joint coded against none", patch(180, jointShaped)},
+		{"a joint written out as the one before", patch(346, append([]byte{jointNext}, golden[297:346]...)...)},
+		{"ends written out that follow the joint before", patch(296, append([]byte{0}, 1, 0, 0, 0, 2, 0, 0, 0)...)},
+	} {
+		b := c.edit(slices.Clone(golden))
+		binary.LittleEndian.PutUint32(b, uint32(len(b)-4)) // the envelope's length
+		if _, _, err := ParseControl(b, &lim); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: got %v, want %v", c.name, err, ErrMalformed)
 		}
 	}
 	m := goldenPhysics()
@@ -487,5 +526,31 @@ func TestPhysicsCacheRule(t *testing.T) {
 	}
 	if _, ok := c.Get(PhysicsRef{Digest: 1}); ok {
 		t.Fatal("a description added without its body resolved")
+	}
+}
+
+// TestPhysicsChainIsCompact: a chain of identical links on identical pivots
+// codes each link after the first two in a byte for its body and a byte for
+// its joint, and reads back as the same description.
+func TestPhysicsChainIsCompact(t *testing.T) {
+	const n = 240
+	m := Physics{Island: 1, Topology: 1, Config: 1, Step: 4_167, Iterations: 10, Gravity: [2]float64{0, -9.8}, Damping: 1,
+		Bodies: make([]BodyMass, n), Joints: make([]JointSpec, n)}
+	for i := range n {
+		m.Bodies[i] = BodyMass{Mass: 0.2, Moment: 0.004, Width: 0.25, Height: 0.05, Friction: 0.7}
+		m.Joints[i] = JointSpec{Kind: JointPivot, A: uint32(i), B: uint32(i - 1), AnchorA: [2]float64{-0.125, 0}, AnchorB: [2]float64{0.125, 0}}
+	}
+	m.Joints[0] = JointSpec{Kind: JointPivot, A: 0, B: NoBody, AnchorA: [2]float64{-0.125, 0}, AnchorB: [2]float64{0, 30}}
+	b := m.Append(nil)
+	// head, one body written out, n − 1 a byte each; the first two joints
+	// written out, n − 2 a byte each; no segments
+	want := ControlHeaderSize + physicsHead + (1 + bodySize) + (n - 1) + 4 + 2*(1+jointEnds+jointShape) + (n - 2) + 4
+	if len(b) != want || m.Size() != want {
+		t.Fatalf("%d bytes (Size %d), want %d", len(b), m.Size(), want)
+	}
+	lim := ControlLimits{}.WithDefaults()
+	got, k, err := ParseControl(b, &lim)
+	if err != nil || k != len(b) || !reflect.DeepEqual(got, m) {
+		t.Fatalf("read back %d of %d bytes: %v", k, len(b), err)
 	}
 }

@@ -108,7 +108,10 @@
 // in world metres, the observer's areas of interest (control version 4).
 // A PhysicsRef gives an island a Physics description the observer already
 // holds, by its digest (PhysicsDigest); PhysicsCache is the table of held
-// descriptions both ends keep by one rule (control version 5).
+// descriptions both ends keep by one rule (control version 5). A Physics
+// codes each body and joint against the one before it (control version 6):
+// a chain of identical links costs a byte per link and per joint after the
+// first two.
 //
 //	b = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(b)
 //	msg, n, err := codec.ParseControl(b, &lim) // msg.(codec.Lease)

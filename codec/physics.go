@@ -82,18 +82,92 @@ type Physics struct {
 	Static []Segment
 }
 
+// Bodies and joints are coded against the one before them (control version
+// 6): a body equal to the one before is one byte, a joint whose kind,
+// anchors and distances are the one before's and whose ends are the next
+// pair (a + 1, b + 1; the static world stays) is one byte — a chain of any
+// length costs about as much as two of its links. The encoding is
+// canonical: an entry written out whole that could have been coded against
+// the one before is malformed, so every description has one encoding (its
+// digest, PhysicsDigest, is over it).
 const (
 	physicsHead = 4*4 + 2 + 3*8 + 4 // ids, step, iterations, gravity, damping, body count
-	bodySize    = 5 * 8
-	jointSize   = 1 + 4 + 4 + 6*8
+	bodySize    = 5 * 8             // a body written out, after its flag byte
+	jointEnds   = 4 + 4             // a joint's ends written out
+	jointShape  = 1 + 6*8           // a joint's kind, anchors and distances written out
 	segmentSize = 6 * 8
+)
+
+// Flags of a body and of a joint in a Physics message.
+const (
+	bodySame    = 1      // the body is the one before it
+	jointShaped = 1 << 0 // kind, anchors, min and max are the joint before's
+	jointNext   = 1 << 1 // the ends are the joint before's, each one body on
 )
 
 func (Physics) Type() MessageType { return TypePhysics }
 
 func (m Physics) Size() int {
-	return ControlHeaderSize + physicsHead + bodySize*len(m.Bodies) + 4 + jointSize*len(m.Joints) +
-		4 + segmentSize*len(m.Static)
+	n := ControlHeaderSize + physicsHead + 4 + 4 + segmentSize*len(m.Static)
+	for i := range m.Bodies {
+		n++
+		if i == 0 || !sameBody(&m.Bodies[i], &m.Bodies[i-1]) {
+			n += bodySize
+		}
+	}
+	for i := range m.Joints {
+		n++
+		f := jointFlags(m.Joints, i)
+		if f&jointNext == 0 {
+			n += jointEnds
+		}
+		if f&jointShaped == 0 {
+			n += jointShape
+		}
+	}
+	return n
+}
+
+// sameBody reports whether two bodies have the same bits in every field.
+func sameBody(a, b *BodyMass) bool {
+	return math.Float64bits(a.Mass) == math.Float64bits(b.Mass) && math.Float64bits(a.Moment) == math.Float64bits(b.Moment) &&
+		math.Float64bits(a.Width) == math.Float64bits(b.Width) && math.Float64bits(a.Height) == math.Float64bits(b.Height) &&
+		math.Float64bits(a.Friction) == math.Float64bits(b.Friction)
+}
+
+// sameShape reports whether two joints have the same kind and the same bits
+// in every anchor and distance.
+func sameShape(a, b *JointSpec) bool {
+	bits := func(j *JointSpec) [6]uint64 {
+		return [6]uint64{math.Float64bits(j.AnchorA[0]), math.Float64bits(j.AnchorA[1]), math.Float64bits(j.AnchorB[0]),
+			math.Float64bits(j.AnchorB[1]), math.Float64bits(j.Min), math.Float64bits(j.Max)}
+	}
+	return a.Kind == b.Kind && bits(a) == bits(b)
+}
+
+// nextEnds returns the ends that follow a joint's: each one body on, the
+// static world staying.
+func nextEnds(j *JointSpec) (a, b uint32) {
+	a, b = j.A+1, j.B
+	if b != NoBody {
+		b++
+	}
+	return a, b
+}
+
+// jointFlags returns how joint i of js is coded against the one before.
+func jointFlags(js []JointSpec, i int) byte {
+	if i == 0 {
+		return 0
+	}
+	var f byte
+	if sameShape(&js[i], &js[i-1]) {
+		f |= jointShaped
+	}
+	if a, b := nextEnds(&js[i-1]); js[i].A == a && js[i].B == b {
+		f |= jointNext
+	}
+	return f
 }
 
 func appendF64(b []byte, vs ...float64) []byte {
@@ -109,14 +183,27 @@ func (m Physics) Append(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint16(b, m.Iterations)
 	b = appendF64(b, m.Gravity[0], m.Gravity[1], m.Damping)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Bodies)))
-	for _, bd := range m.Bodies {
+	for i := range m.Bodies {
+		bd := &m.Bodies[i]
+		if i > 0 && sameBody(bd, &m.Bodies[i-1]) {
+			b = append(b, bodySame)
+			continue
+		}
+		b = append(b, 0)
 		b = appendF64(b, bd.Mass, bd.Moment, bd.Width, bd.Height, bd.Friction)
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Joints)))
-	for _, j := range m.Joints {
-		b = append(b, byte(j.Kind))
-		b = appendU32s(b, j.A, j.B)
-		b = appendF64(b, j.AnchorA[0], j.AnchorA[1], j.AnchorB[0], j.AnchorB[1], j.Min, j.Max)
+	for i := range m.Joints {
+		j := &m.Joints[i]
+		f := jointFlags(m.Joints, i)
+		b = append(b, f)
+		if f&jointNext == 0 {
+			b = appendU32s(b, j.A, j.B)
+		}
+		if f&jointShaped == 0 {
+			b = append(b, byte(j.Kind))
+			b = appendF64(b, j.AnchorA[0], j.AnchorA[1], j.AnchorB[0], j.AnchorB[1], j.Min, j.Max)
+		}
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Static)))
 	for _, g := range m.Static {
@@ -160,7 +247,7 @@ func (p *ctlParser) physics(maxBodies, maxJoints, maxSegments int) (Physics, err
 		return Physics{}, fail(ErrMalformed, at, "physics world")
 	}
 	at = p.off
-	n, err := p.count(bodySize, maxBodies, "body count")
+	n, err := p.count(1, maxBodies, "body count")
 	if err != nil {
 		return Physics{}, err
 	}
@@ -170,7 +257,27 @@ func (p *ctlParser) physics(maxBodies, maxJoints, maxSegments int) (Physics, err
 	m.Bodies = make([]BodyMass, n)
 	for i := range m.Bodies {
 		at = p.off
+		if err := p.need(1, "body"); err != nil {
+			return Physics{}, err
+		}
+		switch p.u8() {
+		case bodySame:
+			if i == 0 {
+				return Physics{}, fail(ErrMalformed, at, "body")
+			}
+			m.Bodies[i] = m.Bodies[i-1]
+			continue
+		case 0:
+		default:
+			return Physics{}, fail(ErrMalformed, at, "body flag")
+		}
+		if err := p.need(bodySize, "body"); err != nil {
+			return Physics{}, err
+		}
 		bd := BodyMass{Mass: p.f64(), Moment: p.f64(), Width: p.f64(), Height: p.f64(), Friction: p.f64()}
+		if i > 0 && sameBody(&bd, &m.Bodies[i-1]) { // canonical: coded as the body before
+			return Physics{}, fail(ErrMalformed, at, "body")
+		}
 		if !finite(bd.Mass, bd.Moment) || bd.Mass <= 0 || bd.Moment <= 0 {
 			return Physics{}, fail(ErrMalformed, at, "body inertia")
 		}
@@ -179,7 +286,7 @@ func (p *ctlParser) physics(maxBodies, maxJoints, maxSegments int) (Physics, err
 		}
 		m.Bodies[i] = bd
 	}
-	nj, err := p.count(jointSize, maxJoints, "joint count")
+	nj, err := p.count(1, maxJoints, "joint count")
 	if err != nil {
 		return Physics{}, err
 	}
@@ -188,14 +295,41 @@ func (p *ctlParser) physics(maxBodies, maxJoints, maxSegments int) (Physics, err
 	}
 	for i := range m.Joints {
 		at = p.off
-		j := JointSpec{Kind: JointKind(p.u8()), A: p.u32(), B: p.u32()}
-		j.AnchorA = [2]float64{p.f64(), p.f64()}
-		j.AnchorB = [2]float64{p.f64(), p.f64()}
-		j.Min, j.Max = p.f64(), p.f64()
+		if err := p.need(1, "joint"); err != nil {
+			return Physics{}, err
+		}
+		f := p.u8()
+		if f&^(jointShaped|jointNext) != 0 || (i == 0 && f != 0) {
+			return Physics{}, fail(ErrMalformed, at, "joint flags")
+		}
+		var j JointSpec
+		if f&jointNext != 0 {
+			j.A, j.B = nextEnds(&m.Joints[i-1])
+		} else {
+			if err := p.need(jointEnds, "joint"); err != nil {
+				return Physics{}, err
+			}
+			j.A, j.B = p.u32(), p.u32()
+		}
+		if f&jointShaped != 0 {
+			prev := &m.Joints[i-1]
+			j.Kind, j.AnchorA, j.AnchorB, j.Min, j.Max = prev.Kind, prev.AnchorA, prev.AnchorB, prev.Min, prev.Max
+		} else {
+			if err := p.need(jointShape, "joint"); err != nil {
+				return Physics{}, err
+			}
+			j.Kind = JointKind(p.u8())
+			j.AnchorA = [2]float64{p.f64(), p.f64()}
+			j.AnchorB = [2]float64{p.f64(), p.f64()}
+			j.Min, j.Max = p.f64(), p.f64()
+		}
+		m.Joints[i] = j
+		if jointFlags(m.Joints, i) != f { // canonical: whatever can be coded against the joint before is
+			return Physics{}, fail(ErrMalformed, at, "joint flags")
+		}
 		if !j.valid(uint32(n)) {
 			return Physics{}, fail(ErrMalformed, at, "joint")
 		}
-		m.Joints[i] = j
 	}
 	ns, err := p.count(segmentSize, maxSegments, "segment count")
 	if err != nil {
