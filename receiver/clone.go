@@ -11,7 +11,8 @@ import (
 // Clone returns an independent copy of the receiver — identities, leases,
 // manifests, frames in reassembly, parity kept for rebuilding, decode
 // baselines, frame histories, the playout clock, pending
-// datagram confirmations and keyframe requests, and every counter — so that the
+// datagram confirmations and keyframe requests, datagrams held for control,
+// and every counter — so that the
 // copy, pushed the same input as the original, goes on exactly as it would.
 // One exception: a local simulation's continuation in progress is not
 // copied (cp spaces cannot be); the copy's simulations are rebuilt from
@@ -52,6 +53,7 @@ func (r *Receiver) Clone() *Receiver {
 		}
 	}
 	c.keyReq = append([]uint32(nil), r.keyReq...)
+	c.lot = r.lot.clone()
 	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil
 	c.whole, c.wents = nil, nil
 	return &c

@@ -53,6 +53,15 @@ func (p *parkLot) release(i int) {
 	p.held = append(p.held[:i], p.held[i+1:]...)
 }
 
+// clone copies the held datagrams, each into storage of its own.
+func (p *parkLot) clone() parkLot {
+	c := parkLot{held: make([]parked, len(p.held))}
+	for i, h := range p.held {
+		c.held[i] = parked{at: h.at, b: append([]byte(nil), h.b...)}
+	}
+	return c
+}
+
 // reset lets every held datagram go.
 func (p *parkLot) reset() {
 	for len(p.held) > 0 {

@@ -125,3 +125,30 @@ func TestHoldKeepsNoOtherFailure(t *testing.T) {
 		t.Fatalf("wire %+v, %d committed", st.Wire, st.FramesCommitted)
 	}
 }
+
+// TestCloneKeepsHeldDatagrams: a clone holds copies of the held
+// datagrams: bytes written over in the original's storage (as when it
+// reuses it for the next datagram it holds) leave the clone's alone.
+func TestCloneKeepsHeldDatagrams(t *testing.T) {
+	l := newLoop(t, "ragdolls", 3)
+	l.broadcast()
+	for _, d := range l.dgs {
+		l.rx.Datagram(l.now, d.Bytes)
+	}
+	c := l.rx.Clone()
+	if len(l.rx.lot.held) != 1 {
+		t.Fatalf("%d datagrams held", len(l.rx.lot.held))
+	}
+	b := l.rx.lot.held[0].b
+	b[len(b)-1] ^= 0xff // the original's copy no longer checks
+	for i, rx := range []*Receiver{l.rx, c} {
+		if n, err := rx.ControlBytes(l.now, l.ctl); err != nil || n != len(l.ctl) {
+			t.Fatal(err)
+		}
+		rx.Render(l.now)
+		want := [2]uint64{0, 24}[i] // frames committed: the clone's copy is intact
+		if st := rx.Stats(); st.FramesCommitted != want || len(rx.lot.held) != 0 {
+			t.Fatalf("receiver %d: %d committed, want %d; wire %+v", i, st.FramesCommitted, want, st.Wire)
+		}
+	}
+}
