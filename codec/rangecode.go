@@ -213,17 +213,22 @@ func (d *rcDecoder) fill(rng, code uint32) (uint32, uint32) {
 }
 
 func (d *rcDecoder) direct() bool {
-	d.rng >>= 1
 	var b bool
-	if d.code >= d.rng {
-		d.code -= d.rng
-		b = true
-	}
-	for d.rng < rcTop {
-		d.rng <<= 8
-		d.code = d.code<<8 | uint32(d.next())
+	d.rng, d.code, b = decideDirect(d.rng, d.code)
+	if d.rng < rcTop {
+		d.rng, d.code = d.fill(d.rng, d.code)
 	}
 	return b
+}
+
+// decideDirect decodes one bit of probability one half from the range and
+// code given, without renormalising (decideBit).
+func decideDirect(rng, code uint32) (uint32, uint32, bool) {
+	rng >>= 1
+	if code >= rng {
+		return rng, code - rng, true
+	}
+	return rng, code, false
 }
 
 // A magnitude (an integer ≥ 1) is coded Elias-gamma style: its bit length
@@ -299,11 +304,7 @@ func (d *rcDecoder) magAt(rng, code uint32, m *magModel) (uint32, uint32, uint64
 		if i := k - 1 - j; i < magMant && k < magBuckets {
 			rng, code, b = decideBit(rng, code, &m.mant[k][i])
 		} else {
-			rng >>= 1
-			if code >= rng {
-				code -= rng
-				b = true
-			}
+			rng, code, b = decideDirect(rng, code)
 		}
 		if rng < rcTop {
 			rng, code = d.fill(rng, code)

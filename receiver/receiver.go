@@ -156,11 +156,10 @@ type Receiver struct {
 	ents        []baseline.Entry  // scratch: restored members
 	raw         []byte            // scratch: their quantized records
 	ids         []island.MemberID
-	states      []island.State   // scratch: restored members as the validator takes them
-	reason      validator.Reason // the last whole frame's validation
-	lot         parkLot          // wire-3 datagrams that wait for control (park.go)
-	waitCtl     bool             // the datagram being received had a whole frame wait for control
-	ctlChanged  bool             // control changed since the held datagrams were last received
+	states      []island.State // scratch: restored members as the validator takes them
+	lot         parkLot        // wire-3 datagrams that wait for control (park.go)
+	waitCtl     bool           // the datagram being received had a whole frame wait for control
+	ctlChanged  bool           // control changed since the held datagrams were last received
 
 	stats Stats
 }

@@ -159,11 +159,11 @@ func (r *Receiver) quantDatagram(now int64, b []byte) bool {
 		ents := r.wents[w.off : w.off+w.n]
 		hdr := codec.FragmentHeader{Sender: w.info.Sender, Key: w.info.Key, Time: w.info.Time, Segment: w.info.Segment,
 			Flags: w.flags, TotalMembers: uint32(w.n), Count: 1, MemberCount: uint16(w.n)}
-		ok := r.commitRestored(now, &hdr, ents, w.info.Class.Precision())
-		if !ok && waitsForControl(r.reason) {
+		reason := r.commitRestored(now, &hdr, ents, w.info.Class.Precision())
+		if waitsForControl(reason) {
 			r.waitCtl = true
 		}
-		r.baselineOrRefuse(ok, w.s, w.info, ents)
+		r.baselineOrRefuse(reason == validator.OK, w.s, w.info, ents)
 	}
 	if r.dgRefused {
 		return false
@@ -414,8 +414,9 @@ func (r *Receiver) pushFragment(now int64, s *islandBases, rec *codec.Record, in
 }
 
 // commitRestored validates and commits a whole frame of restored members,
-// with the frame-level fields of h, and reports whether it committed.
-func (r *Receiver) commitRestored(now int64, h *codec.FragmentHeader, ents []baseline.Entry, p quant.Precision) bool {
+// with the frame-level fields of h, and returns the validator's reason
+// (commitStates).
+func (r *Receiver) commitRestored(now int64, h *codec.FragmentHeader, ents []baseline.Entry, p quant.Precision) validator.Reason {
 	sc := p.Scales()
 	r.ids, r.states = r.ids[:0], r.states[:0]
 	for i := range ents {
@@ -426,14 +427,14 @@ func (r *Receiver) commitRestored(now int64, h *codec.FragmentHeader, ents []bas
 }
 
 // commitStates validates and commits a whole frame of members, with the
-// frame-level fields of h, and reports whether it passed validation (the
-// store may still have refused it for its history: a duplicate, a late
-// frame — it is a valid baseline all the same).
-func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island.MemberID, states []island.State) bool {
+// frame-level fields of h, and returns the validator's reason (OK: it
+// passed validation; the store may still have refused it for its history —
+// a duplicate, a late frame — and it is a valid baseline all the same).
+func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island.MemberID, states []island.State) validator.Reason {
 	reason, vf := r.val.ValidateStates(validator.Header{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment,
 		Flags: h.Flags}, ids, states)
-	r.reason = reason
-	return r.commit(now, reason, vf)
+	r.commit(now, reason, vf)
+	return reason
 }
 
 // keepBaseline keeps a validated frame — its quantized members, the very
