@@ -47,11 +47,12 @@ type Config struct {
 	// them waits for a control message still on its way — its lease,
 	// manifest, members' announcement or Physics (over QUIC a datagram can
 	// overtake the control stream); they are received again once control
-	// changed. Zero means DefaultMaxParked; negative, none is held. At most
-	// MaxParked × Codec.MaxDatagram bytes.
+	// changed. Zero means DefaultMaxParked; negative, none is held. Each
+	// is at most the decoder's datagram cap (Codec.MaxDatagram, or the
+	// larger one a Welcome announces, never above 65 507 bytes).
 	MaxParked int
 	// ParkFor is how long a datagram is held at most, µs of the caller's
-	// clock (zero: DefaultParkFor).
+	// clock (zero or negative: DefaultParkFor).
 	ParkFor int64
 
 	// OnControl, if set, is called with the bytes of every control
