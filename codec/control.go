@@ -4,20 +4,15 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-
-	"github.com/islandsync/islandsync/island"
 )
 
 // ControlVersion is the control protocol version a Welcome carries. It
 // changes whenever a control record's layout or meaning changes.
-const ControlVersion = 6
+const ControlVersion = 7
 
 // ControlHeaderSize is the envelope before every control message body: a
 // u32 length (bytes after the length field) and a u8 message type.
 const ControlHeaderSize = 5
-
-// idSize is one member identity on the wire: u64 stable id, u32 generation.
-const idSize = 12
 
 // Control message limits. Each bounds what a peer on the control stream can
 // make the other side allocate.
@@ -197,14 +192,6 @@ const (
 func appendEnvelope(b []byte, t MessageType, size int) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(size-4))
 	return append(b, byte(t))
-}
-
-func appendIDs(b []byte, ids []island.MemberID) []byte {
-	for _, id := range ids {
-		b = binary.LittleEndian.AppendUint64(b, id.Stable)
-		b = binary.LittleEndian.AppendUint32(b, id.Generation)
-	}
-	return b
 }
 
 func appendU32s(b []byte, vs ...uint32) []byte {
@@ -465,15 +452,6 @@ func (p *ctlParser) count(size, max int, field string) (int, error) {
 		return 0, fail(ErrTruncated, p.off+len(p.b), field)
 	}
 	return int(n), nil
-}
-
-func (p *ctlParser) ids(n int) []island.MemberID {
-	ids := make([]island.MemberID, n)
-	for i := range ids {
-		ids[i].Stable = p.u64()
-		ids[i].Generation = p.u32()
-	}
-	return ids
 }
 
 // ascending checks that island ids come in strictly ascending order.

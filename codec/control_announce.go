@@ -23,12 +23,12 @@ func (Announce) Type() MessageType { return TypeAnnounce }
 
 func (Destroy) Type() MessageType { return TypeDestroy }
 
-func (m Announce) Size() int { return ControlHeaderSize + idListHead + idSize*len(m.IDs) }
+func (m Announce) Size() int { return ControlHeaderSize + idListHead + idRunsSize(m.IDs) }
 
-func (m Destroy) Size() int { return ControlHeaderSize + idListHead + idSize*len(m.IDs) }
+func (m Destroy) Size() int { return ControlHeaderSize + idListHead + idRunsSize(m.IDs) }
 
 func appendIDList(b []byte, typ MessageType, t island.Time, ids []island.MemberID) []byte {
-	b = appendEnvelope(b, typ, ControlHeaderSize+idListHead+idSize*len(ids))
+	b = appendEnvelope(b, typ, ControlHeaderSize+idListHead+idRunsSize(ids))
 	b = binary.LittleEndian.AppendUint64(b, uint64(t))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(ids)))
 	return appendIDs(b, ids)
@@ -43,13 +43,10 @@ func (p *ctlParser) idList(max int) (island.Time, []island.MemberID, error) {
 		return 0, nil, err
 	}
 	t := island.Time(p.u64())
-	at := p.off
-	n, err := p.count(idSize, max, "identity count")
+	n, err := p.idCount(max, "identity count")
 	if err != nil {
 		return 0, nil, err
 	}
-	if n == 0 {
-		return 0, nil, fail(ErrMalformed, at, "identity count")
-	}
-	return t, p.ids(n), nil
+	ids, err := p.ids(n, "identities")
+	return t, ids, err
 }

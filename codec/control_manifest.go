@@ -12,7 +12,7 @@ type Manifest island.Manifest
 
 func (Manifest) Type() MessageType { return TypeManifest }
 
-func (m Manifest) Size() int { return ControlHeaderSize + manifestHead + idSize*len(m.Members) }
+func (m Manifest) Size() int { return ControlHeaderSize + manifestHead + idRunsSize(m.Members) }
 
 func (m Manifest) Append(b []byte) []byte {
 	b = appendEnvelope(b, m.Type(), m.Size())
@@ -28,14 +28,12 @@ func (p *ctlParser) manifest(max int) (Manifest, error) {
 		return Manifest{}, err
 	}
 	m := Manifest{Island: p.u32(), Topology: p.u32(), Config: p.u32()}
-	at := p.off
-	n, err := p.count(idSize, max, "member count")
+	n, err := p.idCount(max, "member count")
 	if err != nil {
 		return Manifest{}, err
 	}
-	if n == 0 {
-		return Manifest{}, fail(ErrMalformed, at, "member count")
+	if m.Members, err = p.ids(n, "members"); err != nil {
+		return Manifest{}, err
 	}
-	m.Members = p.ids(n)
 	return m, nil
 }

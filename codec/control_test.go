@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,7 +25,8 @@ func controlCases() []struct {
 	name string
 	msg  Message
 } {
-	ids := []island.MemberID{{Stable: 10}, {Stable: 11, Generation: 2}, {Stable: 12}}
+	// runs: 10–12 of generation 0, 13 of generation 2, 40
+	ids := []island.MemberID{{Stable: 10}, {Stable: 11}, {Stable: 12}, {Stable: 13, Generation: 2}, {Stable: 40}}
 	return []struct {
 		name string
 		msg  Message
@@ -35,9 +37,12 @@ func controlCases() []struct {
 		{"lease", Lease{Island: 7, Epoch: 2, Owner: 3}},
 		{"manifest", Manifest{Island: 7, Topology: 3, Config: 2, Members: ids}},
 		{"forget", Forget{Island: 7, Time: 2_500_000}},
+		// three links at rest a metre apart, then a body of generation 2
 		{"spawn", Spawn{Island: 7, Time: 2_500_000, Segment: 1, Members: []island.Member{
-			{ID: island.MemberID{Stable: 10}, State: island.State{X: 1.5, Y: -2, Angle: 0.25, VX: 3}},
-			{ID: island.MemberID{Stable: 11, Generation: 2}, State: island.State{X: 2.5, Y: -2, AngVel: -1}}}}},
+			{ID: island.MemberID{Stable: 10}, State: island.State{X: 1, Y: -2, Angle: 0.25}},
+			{ID: island.MemberID{Stable: 11}, State: island.State{X: 2, Y: -2, Angle: 0.25}},
+			{ID: island.MemberID{Stable: 12}, State: island.State{X: 3, Y: -2, Angle: 0.25}},
+			{ID: island.MemberID{Stable: 13, Generation: 2}, State: island.State{X: 2.5, Y: -2, VX: 3, AngVel: -1}}}}},
 		{"cut", Cut{Island: 7, Segment: 2, Time: 2_000_000}},
 		{"subscribe-all", Subscribe{All: true}},
 		{"subscribe-list", Subscribe{Islands: []uint32{1, 7, 40}}},
@@ -166,6 +171,11 @@ func TestControlRejects(t *testing.T) {
 		}
 		return b
 	}
+	run := func(first uint64, gen uint32, more uint16) []byte {
+		b := binary.LittleEndian.AppendUint64(nil, first)
+		b = binary.LittleEndian.AppendUint32(b, gen)
+		return binary.LittleEndian.AppendUint16(b, more)
+	}
 	cases := []struct {
 		name string
 		b    []byte
@@ -178,7 +188,8 @@ func TestControlRejects(t *testing.T) {
 		{"welcome version 1 (before Physics)", env(TypeWelcome, cat([]byte{1}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome version 2 (before Received)", env(TypeWelcome, cat([]byte{2}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome version 5 (before compact Physics)", env(TypeWelcome, cat([]byte{5}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
-		{"welcome version 7", env(TypeWelcome, cat([]byte{7}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 6 (before identity runs)", env(TypeWelcome, cat([]byte{6}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
+		{"welcome version 8", env(TypeWelcome, cat([]byte{8}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome version 3", env(TypeWelcome, cat([]byte{3}, make([]byte, 8), u32(1), []byte{0xb0, 4})...), ErrVersion},
 		{"welcome zero period", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(0), []byte{0xb0, 4})...), ErrMalformed},
 		{"welcome small cap", env(TypeWelcome, cat([]byte{ControlVersion}, make([]byte, 8), u32(1), []byte{0x10, 0})...), ErrMalformed},
@@ -187,6 +198,15 @@ func TestControlRejects(t *testing.T) {
 		{"announce over id cap", env(TypeAnnounce, cat(make([]byte, 8), u32(3), make([]byte, 36))...), ErrLimit},
 		{"announce count past end", env(TypeAnnounce, cat(make([]byte, 8), u32(2), make([]byte, 12))...), ErrTruncated},
 		{"announce count huge", env(TypeAnnounce, cat(make([]byte, 8), u32(math.MaxUint32))...), ErrLimit},
+		{"announce run past the count", env(TypeAnnounce, cat(make([]byte, 8), u32(2), run(5, 0, 2))...), ErrMalformed},
+		{"announce run that goes on from the one before", env(TypeAnnounce, cat(make([]byte, 8), u32(2), run(5, 0, 0), run(6, 0, 0))...), ErrMalformed},
+		{"announce run past the largest stable id", env(TypeAnnounce, cat(make([]byte, 8), u32(2), run(math.MaxUint64, 0, 1))...), ErrMalformed},
+		{"announce second run cut short", env(TypeAnnounce, cat(make([]byte, 8), u32(2), run(5, 0, 0), make([]byte, 13))...), ErrTruncated},
+		{"spawn state length over 8", env(TypeSpawn, cat(u32(7), make([]byte, 12), u32(1), run(5, 0, 0), []byte{9, 0, 0}, make([]byte, 9))...), ErrMalformed},
+		{"spawn state length not the least", env(TypeSpawn, cat(u32(7), make([]byte, 12), u32(1), run(5, 0, 0), []byte{2, 0, 0}, []byte{1, 0})...), ErrMalformed},
+		{"spawn state not finite", env(TypeSpawn, cat(u32(7), make([]byte, 12), u32(1), run(5, 0, 0), []byte{0x80, 0, 0}, f64s(math.Inf(1)))...), ErrNonFinite},
+		{"spawn state cut short", env(TypeSpawn, cat(u32(7), make([]byte, 12), u32(1), run(5, 0, 0), []byte{8, 0, 0}, make([]byte, 7))...), ErrTruncated},
+		{"spawn states missing", env(TypeSpawn, cat(u32(7), make([]byte, 12), u32(1), run(5, 0, 0))...), ErrTruncated},
 		{"manifest none", env(TypeManifest, cat(u32(1), u32(1), u32(1), u32(0))...), ErrMalformed},
 		{"manifest over cap", env(TypeManifest, cat(u32(1), u32(1), u32(1), u32(3))...), ErrLimit},
 		{"lease short", env(TypeLease, make([]byte, 11)...), ErrTruncated},
@@ -553,4 +573,83 @@ func TestPhysicsChainIsCompact(t *testing.T) {
 	if err != nil || k != len(b) || !reflect.DeepEqual(got, m) {
 		t.Fatalf("read back %d of %d bytes: %v", k, len(b), err)
 	}
+}
+
+// TestIdentityRuns: identity lists of every shape — runs long and short,
+// generations changing inside a run of stable ids, the largest stable id,
+// runs longer than one run holds — read back as written, in the fewest
+// runs, and an Announce of a 240-body chain numbered in turn carries its
+// identities in one 14-byte run.
+func TestIdentityRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	lim := ControlLimits{MaxMessage: 4 << 20, MaxIDs: 1 << 17, MaxMembers: 1 << 17}.WithDefaults()
+	for trial := range 300 {
+		n := 1 + rng.IntN(40)
+		if trial%50 == 0 {
+			n = maxRunMore + 1 + rng.IntN(3) // past one run's length
+		}
+		ids := make([]island.MemberID, n)
+		next := rng.Uint64N(1000)
+		if trial%7 == 0 && trial%50 != 0 {
+			next = math.MaxUint64 - uint64(rng.IntN(3))
+		}
+		for i := range ids {
+			ids[i] = island.MemberID{Stable: next, Generation: uint32(rng.IntN(2))}
+			if trial%50 == 0 || rng.IntN(4) > 0 {
+				ids[i].Generation = 0
+				next++
+			} else {
+				next += 1 + rng.Uint64N(3)
+			}
+		}
+		want := 0 // the fewest runs
+		for i := range ids {
+			if i == 0 || i%(maxRunMore+1) == 0 || ids[i].Generation != ids[i-1].Generation ||
+				ids[i-1].Stable == math.MaxUint64 || ids[i].Stable != ids[i-1].Stable+1 {
+				want++
+			}
+		}
+		m := Announce{Time: 5, IDs: ids}
+		b := m.Append(nil)
+		if len(b) != m.Size() {
+			t.Fatalf("trial %d: %d bytes, Size %d", trial, len(b), m.Size())
+		}
+		if runs := (len(b) - ControlHeaderSize - idListHead) / idRunSize; runs != want {
+			t.Fatalf("trial %d: %d runs, want %d", trial, runs, want)
+		}
+		got, k, err := ParseControl(b, &lim)
+		if err != nil || k != len(b) || !reflect.DeepEqual(got, m) {
+			t.Fatalf("trial %d: read back %d of %d bytes: %v", trial, k, len(b), err)
+		}
+	}
+	chain := make([]island.MemberID, 240)
+	for i := range chain {
+		chain[i] = island.MemberID{Stable: uint64(1000 + i), Generation: 1}
+	}
+	if n := (Announce{Time: 1, IDs: chain}).Size(); n != ControlHeaderSize+idListHead+idRunSize {
+		t.Fatalf("a 240-body chain's Announce is %d bytes", n)
+	}
+}
+
+// TestSpawnChainIsCompact: a chain of 240 links at rest, a quarter metre
+// apart, spawns in about ten bytes a link — three bytes of lengths and the
+// bytes in which its x differs from the link before — and reads back bit
+// for bit.
+func TestSpawnChainIsCompact(t *testing.T) {
+	const n = 240
+	m := Spawn{Island: 1, Time: 1, Segment: 1, Members: make([]island.Member, n)}
+	for i := range m.Members {
+		m.Members[i] = island.Member{ID: island.MemberID{Stable: uint64(i + 1)},
+			State: island.State{X: 0.125 + 0.25*float64(i), Y: 30}}
+	}
+	b := m.Append(nil)
+	if len(b) != m.Size() || len(b) > ControlHeaderSize+spawnHead+idRunSize+10*n {
+		t.Fatalf("%d bytes (Size %d) for %d links", len(b), m.Size(), n)
+	}
+	lim := ControlLimits{}.WithDefaults()
+	got, k, err := ParseControl(b, &lim)
+	if err != nil || k != len(b) || !reflect.DeepEqual(got, m) {
+		t.Fatalf("read back %d of %d bytes: %v", k, len(b), err)
+	}
+	t.Logf("%d bytes, %.1f a link", len(b), float64(len(b))/n)
 }

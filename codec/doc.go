@@ -111,7 +111,11 @@
 // descriptions both ends keep by one rule (control version 5). A Physics
 // codes each body and joint against the one before it (control version 6):
 // a chain of identical links costs a byte per link and per joint after the
-// first two.
+// first two. Identity lists (Announce, Destroy, Manifest, Spawn) are runs
+// of consecutive stable ids of one generation, 14 bytes a run, and a
+// Spawn's states are coded against the member before, bytes of their bits'
+// XOR (control version 7): the demo's 240-link chain announces its bodies
+// in 31 bytes and spawns them in 3 786 rather than 14 425.
 //
 //	b = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(b)
 //	msg, n, err := codec.ParseControl(b, &lim) // msg.(codec.Lease)
