@@ -75,15 +75,28 @@ func TestFiedlerAllocs(t *testing.T) {
 	}
 	committed := l.rx.Stats().FramesCommitted
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as testing.AllocsPerRun: no other goroutine's allocations
-	runtime.GC()
+	// One P does not keep the runtime's own goroutines out of a window:
+	// about one run in a few hundred (under load) has counted a single
+	// allocation in 100 snapshots, never twice in a row and never under a
+	// memory profiler. A second measurement of 100 more snapshots tells
+	// such a stray from the frame path's own allocations, which land in
+	// both.
 	var n uint64
-	for range 100 {
-		n += snapshot(true)
+	for try := range 2 {
+		runtime.GC()
+		n = 0
+		for range 100 {
+			n += snapshot(true)
+		}
+		if n == 0 {
+			break
+		}
+		t.Logf("measurement %d: %d allocations in 100 snapshots", try+1, n)
 	}
 	if st := l.rx.Stats(); st.FramesCommitted-committed < 100*800 || st.Wire.NoBaseline != 0 {
 		t.Fatalf("%d frames committed in 100 snapshots, %d records without a baseline", st.FramesCommitted-committed, st.Wire.NoBaseline)
 	}
 	if n != 0 {
-		t.Fatalf("%d allocations in 100 snapshots of the Fiedler scene", n)
+		t.Fatalf("%d allocations in 100 snapshots of the Fiedler scene, in two measurements running", n)
 	}
 }
