@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/islandsync/islandsync/island"
 )
@@ -17,10 +18,11 @@ const TypeSpawn MessageType = 0x08
 // from Time on even when the island's first frame is lost.
 //
 // The states are exact (binary64) and coded against the member before:
-// each field as the bytes of its bits XOR the same field's bits of the
-// member before that are not zero, so the bodies of a chain or a stack at
-// rest — the same height, angle and velocity, positions a link apart —
-// cost about ten bytes each rather than forty-eight.
+// each field as the low-order bytes of its bits XOR the same field's bits
+// in the member before, up to the highest byte that is not zero. So the
+// bodies of a chain or a stack at rest — the same height, angle and
+// velocity, positions a link apart — cost about ten bytes each rather than
+// forty-eight.
 type Spawn struct {
 	Island  uint32
 	Time    island.Time     // authority µs the island comes into existence
@@ -62,14 +64,7 @@ func stateBits(s *island.State) [stateFields]uint64 {
 
 // xorBytes is how many low-order bytes of x are written: up to its highest
 // byte that is not zero (0 for 0).
-func xorBytes(x uint64) int {
-	n := 0
-	for x != 0 {
-		n++
-		x >>= 8
-	}
-	return n
-}
+func xorBytes(x uint64) int { return (bits.Len64(x) + 7) / 8 }
 
 // memberIDs is the members' identities, in order.
 func memberIDs(ms []island.Member) []island.MemberID {
