@@ -75,12 +75,12 @@ func TestFiedlerAllocs(t *testing.T) {
 	}
 	committed := l.rx.Stats().FramesCommitted
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as testing.AllocsPerRun: no other goroutine's allocations
-	// One P does not keep the runtime's own goroutines out of a window:
-	// about one run in a few hundred (under load) has counted a single
-	// allocation in 100 snapshots, never twice in a row and never under a
-	// memory profiler. A second measurement of 100 more snapshots tells
-	// such a stray from the frame path's own allocations, which land in
-	// both.
+	// About one run in a few hundred (under load) has counted a single
+	// allocation in 100 snapshots: never twice in a row, never with the
+	// memory profiler recording every allocation in the windows, so its
+	// source is not known. A second measurement of 100 more snapshots
+	// tells such a stray from an allocation of the frame path, which
+	// repeats and lands in both.
 	var n uint64
 	for try := range 2 {
 		runtime.GC()
