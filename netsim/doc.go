@@ -1,8 +1,11 @@
 // Package netsim is a seeded, deterministic model of a bad network for the
-// demo and tests: Bernoulli loss, burst loss (Gilbert–Elliott), duplication,
-// reordering through per-packet delay with jitter, and byte corruption; and an
-// Adversary that injects late packets of a previous epoch, packets from a
-// spoofed sender, fragments of a stale topology and conflicting duplicates.
+// demo and tests: Bernoulli loss, burst loss (Gilbert–Elliott, its state
+// moving once per datagram and once per quiet Config.BurstSlot, so that a
+// burst ends in time even for a sender that stops sending into it),
+// duplication, reordering through per-packet delay with jitter, and byte
+// corruption; and an Adversary that injects late packets of a previous
+// epoch, packets from a spoofed sender, fragments of a stale topology and
+// conflicting duplicates.
 //
 // Time is the caller's: Send and Deliver take now in microseconds. The same
 // seed and the same calls give the same deliveries, byte for byte. This

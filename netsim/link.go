@@ -14,6 +14,15 @@ type Config struct {
 	BurstIn   float64 // Gilbert–Elliott: probability of entering the bad state per datagram
 	BurstOut  float64 // probability of leaving the bad state per datagram (0 means 0.25)
 	BurstLoss float64 // loss probability while in the bad state (0 means 1)
+	// BurstSlot bounds a burst in time, µs: the Gilbert–Elliott state
+	// moves once per datagram and once more for every whole BurstSlot
+	// that passes without one, so a bad state ends in time even when the
+	// sender stops sending — as a sender whose congestion controller
+	// waits for acknowledgements the burst ate does — rather than lasting
+	// until enough datagrams were sent into it. A sender that sends at
+	// least once a BurstSlot sees the chain move per datagram only. 0
+	// means 100 ms; negative, per datagram only.
+	BurstSlot int64
 	Duplicate float64 // probability a datagram is delivered twice
 	Delay     int64   // base one-way delay
 	Jitter    int64   // extra delay drawn uniformly from [0, Jitter]; reorders datagrams
@@ -58,8 +67,18 @@ type Link struct {
 	q     queue
 	seq   uint64
 	bad   bool
+	last  int64 // local time the Gilbert–Elliott state last moved for a datagram, µs
+	sent  bool  // a datagram was sent: last is set
 	stats LinkStats
 }
+
+// DefaultBurstSlot is Config.BurstSlot's default, µs: two broadcast
+// periods at 20 Hz.
+const DefaultBurstSlot = 100_000
+
+// maxIdleMoves caps the moves of the Gilbert–Elliott state for one silence:
+// past a few dozen the state is as likely good as it will ever be.
+const maxIdleMoves = 64
 
 // NewLink returns a link with its own random source seeded by seed.
 func NewLink(cfg Config, seed uint64) *Link {
@@ -68,6 +87,9 @@ func NewLink(cfg Config, seed uint64) *Link {
 	}
 	if cfg.BurstLoss == 0 {
 		cfg.BurstLoss = 1
+	}
+	if cfg.BurstSlot == 0 {
+		cfg.BurstSlot = DefaultBurstSlot
 	}
 	return &Link{cfg: cfg, r: rand.New(rand.NewPCG(seed, 0x6e657473696d))}
 }
@@ -79,14 +101,15 @@ func (l *Link) Stats() LinkStats { return l.stats }
 func (l *Link) Send(now int64, dg []byte) {
 	l.stats.Sent++
 	l.stats.Bytes += uint64(len(dg))
-	// Gilbert–Elliott state moves once per datagram.
-	if l.bad {
-		if l.r.Float64() < l.cfg.BurstOut {
-			l.bad = false
+	// The Gilbert–Elliott state moves once for each whole slot without a
+	// datagram, then once for this one.
+	if l.sent && l.cfg.BurstSlot > 0 {
+		for k := min((now-l.last)/l.cfg.BurstSlot, maxIdleMoves); k > 0; k-- {
+			l.move()
 		}
-	} else if l.cfg.BurstIn > 0 && l.r.Float64() < l.cfg.BurstIn {
-		l.bad = true
 	}
+	l.move()
+	l.last, l.sent = now, true
 	if l.bad && l.r.Float64() < l.cfg.BurstLoss {
 		l.stats.Lost++
 		l.stats.BurstLost++
@@ -108,6 +131,17 @@ func (l *Link) Send(now int64, dg []byte) {
 			l.stats.Corrupted++
 		}
 		l.Inject(now+l.cfg.Delay+l.jitter(), data)
+	}
+}
+
+// move moves the Gilbert–Elliott state one step.
+func (l *Link) move() {
+	if l.bad {
+		if l.r.Float64() < l.cfg.BurstOut {
+			l.bad = false
+		}
+	} else if l.cfg.BurstIn > 0 && l.r.Float64() < l.cfg.BurstIn {
+		l.bad = true
 	}
 }
 

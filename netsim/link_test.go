@@ -80,3 +80,66 @@ func TestLinkImpairments(t *testing.T) {
 		t.Fatalf("corrupted %d, counted %d", bad, st.Corrupted)
 	}
 }
+
+// burstRuns sends n datagrams every gap µs over a link with only burst
+// loss and returns the mean length of the runs of consecutive datagrams
+// it lost, and the share lost.
+func burstRuns(slot, gap int64, n int, seed uint64) (meanRun, lost float64) {
+	l := NewLink(Config{BurstIn: 0.05, BurstOut: 0.25, BurstSlot: slot}, seed)
+	var out [][]byte
+	runs, run, gone := 0, 0, 0
+	for i := range n {
+		now := int64(i) * gap
+		l.Send(now, []byte{byte(i)})
+		if out = l.Deliver(now, out[:0]); len(out) == 0 {
+			run++
+			gone++
+			continue
+		}
+		if run > 0 {
+			runs++
+		}
+		run = 0
+	}
+	if runs == 0 {
+		return 0, 0
+	}
+	return float64(gone-run) / float64(runs), float64(gone) / float64(n)
+}
+
+// TestBurstEndsInTime: a sender that sends once a second meets bursts of
+// about one datagram, as the state moves with the silence between them,
+// and about the same share lost as a busy sender; without the time bound a
+// burst of about four datagrams lasts four seconds for it. A sender
+// sending at least once a slot sees the very same link either way.
+func TestBurstEndsInTime(t *testing.T) {
+	const n = 4000
+	sparse, sparseLost := burstRuns(0, 1_000_000, n, 9)
+	perDatagram, _ := burstRuns(-1, 1_000_000, n, 9)
+	busy, busyLost := burstRuns(0, 50_000, n, 9)
+	t.Logf("mean burst: one a second %.2f datagrams (%.1f %% lost), per datagram only %.2f, every 50 ms %.2f (%.1f %% lost)",
+		sparse, 100*sparseLost, perDatagram, busy, 100*busyLost)
+	if sparse > 1.5 {
+		t.Errorf("a sender sending once a second met bursts of %.2f datagrams on average, want about 1", sparse)
+	}
+	if perDatagram < 3 {
+		t.Errorf("per datagram only: bursts of %.2f datagrams, want about 4", perDatagram)
+	}
+	if sparseLost < 0.10 || sparseLost > 0.24 || busyLost < 0.10 || busyLost > 0.24 {
+		t.Errorf("lost %.1f %% sparse, %.1f %% busy; both want about 16.7 %% (0.05 / (0.05 + 0.25))", 100*sparseLost, 100*busyLost)
+	}
+	cfg := Config{Loss: 0.05, BurstIn: 0.01, Duplicate: 0.05, Delay: 40_000, Jitter: 60_000, Corrupt: 0.01}
+	a, b := cfg, cfg
+	b.BurstSlot = -1
+	la, lb := NewLink(a, 3), NewLink(b, 3)
+	var oa, ob [][]byte
+	for i := range int64(2000) {
+		now := i * 50_000 // one datagram a broadcast period, well within a slot
+		la.Send(now, []byte{byte(i)})
+		lb.Send(now, []byte{byte(i)})
+		oa, ob = la.Deliver(now, oa), lb.Deliver(now, ob)
+	}
+	if fmt.Sprint(oa) != fmt.Sprint(ob) || la.Stats() != lb.Stats() {
+		t.Fatal("a sender sending every 50 ms saw the time bound")
+	}
+}

@@ -67,6 +67,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		sendHz    = fs.Int("hz", 20, fmt.Sprintf("broadcast rate, frames per second per island, 1–%d", scenario.StepHz))
 		loss      = fs.Float64("loss", 0.05, "independent datagram loss probability, 0–1")
 		burst     = fs.Float64("burst", 0.01, "probability per datagram of entering a loss burst (Gilbert–Elliott, mean burst 4), 0–1")
+		burstSlot = fs.Float64("burst-slot", 100, "ms: a loss burst's state also moves once per this long without a datagram, so a burst ends in time when the sender goes quiet; 0: per datagram only")
 		dup       = fs.Float64("dup", 0.05, "datagram duplication probability, 0–1")
 		delay     = fs.Float64("delay", 40, "base one-way delay, ms, ≥ 0")
 		jitter    = fs.Float64("jitter", 60, "extra delay drawn from [0, jitter] ms, ≥ 0; reorders datagrams")
@@ -103,6 +104,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case !(*delay >= 0) || math.IsInf(*delay, 0):
 		return usageError{fmt.Errorf("-delay %v: milliseconds, ≥ 0", *delay)}
+	case !(*burstSlot >= 0) || *burstSlot > 3_600_000:
+		return usageError{fmt.Errorf("-burst-slot %v: milliseconds, in [0, 3600000]", *burstSlot)}
 	case !(*jitter >= 0) || math.IsInf(*jitter, 0):
 		return usageError{fmt.Errorf("-jitter %v: milliseconds, ≥ 0", *jitter)}
 	case !(*duration > 0) || *duration > 3600:
@@ -133,7 +136,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic", Wire: *wire, Parity: parityConfig(*parity),
 		BudgetKbps: *budget, FixedRate: *fixedRate, AOI: *aoi, MaxDatagram: *datagram,
 		Net: netsim.Config{Loss: *loss, BurstIn: *burst, Duplicate: *dup, Delay: int64(*delay * 1000),
-			Jitter: int64(*jitter * 1000), Corrupt: *corrupt},
+			Jitter: int64(*jitter * 1000), Corrupt: *corrupt, BurstSlot: burstSlotUs(*burstSlot)},
 	}
 	if *matrix {
 		if opt.QUIC {
@@ -191,7 +194,7 @@ func simulate(selected []scenario.Scenario, opt options) (*report, []series, err
 		transport = "QUIC on 127.0.0.1 via impairing UDP relay"
 	}
 	rep := &report{Seed: opt.Seed, DurationS: opt.Duration, SendHz: opt.SendHz, Transport: transport,
-		Impairments: impairmentReport{Loss: opt.Net.Loss, BurstIn: opt.Net.BurstIn, Duplicate: opt.Net.Duplicate,
+		Impairments: impairmentReport{Loss: opt.Net.Loss, BurstIn: opt.Net.BurstIn, BurstSlotMs: burstSlotMs(opt.Net.BurstSlot), Duplicate: opt.Net.Duplicate,
 			DelayMs: float64(opt.Net.Delay) / 1000, JitterMs: float64(opt.Net.Jitter) / 1000, Corrupt: opt.Net.Corrupt, Adversary: opt.Adversary}}
 	var sers []series
 	for _, sc := range selected {
@@ -216,4 +219,24 @@ func parityConfig(flag int) int {
 		return -1
 	}
 	return flag
+}
+
+// burstSlotUs turns -burst-slot (ms; 0: per datagram only) into
+// netsim.Config.BurstSlot (µs; negative: per datagram only).
+func burstSlotUs(ms float64) int64 {
+	if ms == 0 {
+		return -1
+	}
+	return max(int64(ms*1000), 1)
+}
+
+// burstSlotMs is the report's burst slot: ms, 0 for per datagram only.
+func burstSlotMs(us int64) float64 {
+	switch {
+	case us < 0:
+		return 0
+	case us == 0:
+		return netsim.DefaultBurstSlot / 1000
+	}
+	return float64(us) / 1000
 }

@@ -155,7 +155,7 @@ func TestFlags(t *testing.T) {
 	bad := [][]string{
 		{"-hz", "0"}, {"-hz", "100000"}, {"-hz", "-3"}, {"-parity", "-1"}, {"-parity", "17"}, {"-budget", "-1"}, {"-aoi", "-3"}, {"-aoi", "NaN"}, {"-datagram", "100"}, {"-datagram", "70000"}, {"-datagram", "-1"},
 		{"-loss", "1.5"}, {"-loss", "-0.1"}, {"-loss", "NaN"}, {"-dup", "2"}, {"-burst", "1.01"}, {"-corrupt", "-1"},
-		{"-delay", "-5"}, {"-jitter", "-1"}, {"-jitter", "+Inf"},
+		{"-delay", "-5"}, {"-jitter", "-1"}, {"-jitter", "+Inf"}, {"-burst-slot", "-1"}, {"-burst-slot", "NaN"},
 		{"-duration", "0"}, {"-duration", "-1"}, {"-duration", "NaN"},
 		{"-plot", "x.gif"}, {"-transport", "udp"}, {"-scenario", "nope"}, {"-nosuchflag"}, {"extra"},
 	}

@@ -21,13 +21,16 @@ type report struct {
 }
 
 type impairmentReport struct {
-	Loss      float64 `json:"loss"`
-	BurstIn   float64 `json:"burst_in"`
-	Duplicate float64 `json:"duplicate"`
-	DelayMs   float64 `json:"delay_ms"`
-	JitterMs  float64 `json:"jitter_ms"`
-	Corrupt   float64 `json:"corrupt"`
-	Adversary bool    `json:"adversary"`
+	Loss    float64 `json:"loss"`
+	BurstIn float64 `json:"burst_in"`
+	// BurstSlotMs: a burst's state also moves once per this long without a
+	// datagram; 0: per datagram only.
+	BurstSlotMs float64 `json:"burst_slot_ms"`
+	Duplicate   float64 `json:"duplicate"`
+	DelayMs     float64 `json:"delay_ms"`
+	JitterMs    float64 `json:"jitter_ms"`
+	Corrupt     float64 `json:"corrupt"`
+	Adversary   bool    `json:"adversary"`
 }
 
 type receiverReport struct {
@@ -92,8 +95,12 @@ type scenarioReport struct {
 func printTable(w io.Writer, r *report) {
 	im := r.Impairments
 	fmt.Fprintf(w, "islandsync demo — seed %d, %.1f s per scenario, %d Hz broadcast, %s\n", r.Seed, r.DurationS, r.SendHz, r.Transport)
-	fmt.Fprintf(w, "network: loss %.0f%%, burst-in %.1f%%, duplicate %.0f%%, delay %.0f ms + jitter %.0f ms, corrupt %.1f%%, adversary %v\n\n",
-		im.Loss*100, im.BurstIn*100, im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
+	slot := "per datagram only"
+	if im.BurstSlotMs > 0 {
+		slot = fmt.Sprintf("or %.0f ms quiet", im.BurstSlotMs)
+	}
+	fmt.Fprintf(w, "network: loss %.0f%%, burst-in %.1f%% (state moves per datagram %s), duplicate %.0f%%, delay %.0f ms + jitter %.0f ms, corrupt %.1f%%, adversary %v\n\n",
+		im.Loss*100, im.BurstIn*100, slot, im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(w, "== %s: %s — %s\n", s.Name, s.About, s.Verdict)
 		frags := ""
