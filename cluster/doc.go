@@ -53,7 +53,11 @@
 // # Processes
 //
 // RunAuthority runs an authority: a shard authority (scenario) whose
-// shards follow Serve, served over QUIC to the fronts. RunFront runs a
+// shards follow Serve, served over QUIC to the fronts. Its step goroutine
+// takes the shards gained and lost at its next step; Serve's Gain hook
+// does not wait for that step, so the shards gained together (a drain's,
+// a crashed holder's) send their first frames from the same step, while
+// its Lose hook returns only once the shard's frames have stopped. RunFront runs a
 // front: it dials every registered authority as an observer (pinning the
 // fingerprint the authority registered beside its address) and serves
 // observers a Relay of what they send. The Relay forwards an island's

@@ -264,6 +264,24 @@ type shardReq struct {
 
 func (s *shardSource) request(r shardReq) { s.mu.Lock(); s.reqs = append(s.reqs, r); s.mu.Unlock() }
 
+// change hands a shard gained or lost to Step, which takes every change
+// queued, in order, at the next step. A loss waits until a step took it
+// (or stopped is closed): from then on the shard's frames have stopped. A
+// gain does not wait, so that the shards gained together — a drain's, a
+// crashed holder's — all start at the same next step rather than one step
+// after another.
+func (s *shardSource) change(shard, epoch uint32, gain bool, stopped <-chan struct{}) {
+	r := shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
+	s.request(r)
+	if gain {
+		return
+	}
+	select {
+	case <-r.done:
+	case <-stopped:
+	}
+}
+
 func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
 	if s.now != nil {
 		// Steps that came late (a loaded machine drops ticks) would leave
@@ -388,12 +406,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	registerReaped(cfg.Registry, m)
 	held := 0
 	apply := func(shard, epoch uint32, gain bool) {
-		r := shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
-		src.request(r)
-		select { // the step goroutine takes it within one step
-		case <-r.done:
-		case <-srvStopped:
-		}
+		src.change(shard, epoch, gain, srvStopped)
 		log.Info(map[bool]string{true: "shard gained", false: "shard lost"}[gain], "shard", shard, "epoch", epoch)
 	}
 	// A shard handed on to another authority is stepped on until the

@@ -553,3 +553,44 @@ func lateUplink(t *testing.T, spread, phase int, seed uint64) (worst int, st Rel
 	}
 	return worst, r.relay.Stats()
 }
+
+// TestGainsStartTogether: shards gained one after another before the next
+// step — a drain's, a crashed holder's — all send their first frames from
+// that one step: a gain does not wait for a step to take it (if it did,
+// this test would wait for ever). A loss, which waits, is taken by the
+// next step.
+func TestGainsStartTogether(t *testing.T) {
+	scs, err := scenario.Pick("bridge,chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := scenario.NewShardAuthority(scs, 20, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &shardSource{auth: auth}
+	never := make(chan struct{})
+	src.change(0, 1, true, never)
+	src.change(1, 1, true, never)
+	_, frames := src.Step()
+	shards := map[int]int{}
+	for _, f := range frames {
+		shards[scenario.ShardOf(f.Key.Island, len(scs))]++
+	}
+	if len(shards) != 2 {
+		t.Fatalf("the step after two gains sent frames of shards %v, want both", shards)
+	}
+	lost := make(chan struct{})
+	go func() { src.change(0, 1, false, never); close(lost) }()
+	for stepped := false; !stepped; {
+		select {
+		case <-lost:
+			stepped = true
+		default:
+			src.Step() // the loss returns only once a step took it
+		}
+	}
+	if got := auth.Shards(); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("after the loss the authority steps shards %v, want [1]", got)
+	}
+}
