@@ -463,14 +463,7 @@ func leaseEpochs(rx *receiver.Receiver) []uint32 {
 // timeline's clock skips ahead to it before stepping, so its frames stay
 // at the clock's instants; one within MaxLag steps keeps stepping as it is.
 func TestSourceKeepsToTheClock(t *testing.T) {
-	scs, err := scenario.Pick("chain")
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := scenario.NewShardAuthority(scs, 20, 1_000_000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	auth, _ := shardAuthority(t, "chain")
 	_ = auth.Gain(0, 1, nil)
 	clock := auth.Time()
 	src := &shardSource{auth: auth, now: func() island.Time { return clock }}
@@ -560,14 +553,7 @@ func lateUplink(t *testing.T, spread, phase int, seed uint64) (worst int, st Rel
 // this test would wait for ever). A loss, which waits, is taken by the
 // next step.
 func TestGainsStartTogether(t *testing.T) {
-	scs, err := scenario.Pick("bridge,chain")
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := scenario.NewShardAuthority(scs, 20, 1_000_000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	auth, n := shardAuthority(t, "bridge,chain")
 	src := &shardSource{auth: auth}
 	never := make(chan struct{})
 	src.change(0, 1, true, never)
@@ -575,7 +561,7 @@ func TestGainsStartTogether(t *testing.T) {
 	_, frames := src.Step()
 	shards := map[int]int{}
 	for _, f := range frames {
-		shards[scenario.ShardOf(f.Key.Island, len(scs))]++
+		shards[scenario.ShardOf(f.Key.Island, n)]++
 	}
 	if len(shards) != 2 {
 		t.Fatalf("the step after two gains sent frames of shards %v, want both", shards)
@@ -593,4 +579,19 @@ func TestGainsStartTogether(t *testing.T) {
 	if got := auth.Shards(); len(got) != 1 || got[0] != 1 {
 		t.Fatalf("after the loss the authority steps shards %v, want [1]", got)
 	}
+}
+
+// shardAuthority returns a shard authority of the named scenarios at 20 Hz,
+// holding none, and how many shards it has.
+func shardAuthority(t *testing.T, names string) (*scenario.Authority, int) {
+	t.Helper()
+	scs, err := scenario.Pick(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := scenario.NewShardAuthority(scs, 20, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return auth, len(scs)
 }
