@@ -133,8 +133,10 @@ const handOverPeriods = 4
 // it: the relay adds no wait of its own to an uplink's jitter and loses no
 // frame to it. A hand-over keeps the same bound: the old holder's last
 // frame, the new holder's lease and that holder's first frame follow one
-// another within a period (the lease a Step before the frame it admits,
-// since control and datagrams travel apart). It implements
+// another within a period. The lease goes in the same Step as the frame it
+// admits: control and datagrams travel apart, and an observer holds a
+// datagram that came before the lease it needs until the lease arrives
+// (receiver.Config.MaxParked), so the frame waits no Step for it. It implements
 // transport.Source. Safe for concurrent use: upstreams feed it from their
 // own goroutines while the server steps it.
 type Relay struct {
@@ -379,9 +381,11 @@ func (r *Relay) release(k parkKey, p *parked) {
 // its island's messages — unless the island's previous holder still hands
 // it on and the wait for the new holder's first frame is not over — and
 // drops those the fence did not admit for too long; mu held. A lease whose
-// holder's first frame is here goes now, that frame at the next Step —
-// but when the previous holder's own frame waits to go out, that frame
-// goes this Step, off the cadence, and the lease after it (handAfter).
+// holder's first frame is here goes now, with that frame — but when the
+// previous holder's own frame waits to go out, that frame goes this Step,
+// off the cadence, and the lease and the new holder's frame at the next
+// (handAfter): an observer refuses the old holder's frame once it holds
+// the new lease, so the two must not race.
 func (r *Relay) unpark() {
 	for k, p := range r.parked {
 		switch {
@@ -392,7 +396,7 @@ func (r *Relay) unpark() {
 					r.handAfter = append(r.handAfter, k)
 					continue
 				}
-				r.hand(k, p, r.steps+1)
+				r.hand(k, p, r.steps)
 				continue
 			}
 			if p.waited < handOverPeriods*r.every && r.handingOver(k.holder, p.lease) {
@@ -591,10 +595,10 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 		r.out = append(r.out, &r.frames[i])
 	}
 	// The leases whose previous holder's last frame just went: each goes
-	// at the next Step, its holder's first frame at the one after.
+	// at the next Step with its holder's first frame.
 	for _, k := range r.handAfter {
 		if p := r.parked[k]; p != nil {
-			r.hand(k, p, r.steps+2)
+			r.hand(k, p, r.steps+1)
 		}
 	}
 	r.handAfter = r.handAfter[:0]
