@@ -86,6 +86,7 @@ func (l *link) carry(now int64, msgs []codec.Message, frames []*island.Frame) {
 	}
 }
 
+// datagrams hands the receiver the step's datagrams.
 func (l *link) datagrams(now int64) {
 	for _, d := range l.dgs {
 		l.rx.Datagram(now, d.Bytes)

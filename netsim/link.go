@@ -19,9 +19,9 @@ type Config struct {
 	// that passes without one, so a bad state ends in time even when the
 	// sender stops sending — as a sender whose congestion controller
 	// waits for acknowledgements the burst ate does — rather than lasting
-	// until enough datagrams were sent into it. A sender that sends at
-	// least once a BurstSlot sees the chain move per datagram only. 0
-	// means 100 ms; negative, per datagram only.
+	// until enough datagrams were sent into it. A sender whose datagrams
+	// are never a whole BurstSlot apart sees the state move per datagram
+	// only. 0 means 100 ms; negative, per datagram only.
 	BurstSlot int64
 	Duplicate float64 // probability a datagram is delivered twice
 	Delay     int64   // base one-way delay
