@@ -69,9 +69,13 @@
 // jitter neither waits for the front's cadence nor loses a frame to it.
 // When an island changes hands, the old holder's last frame, the new
 // holder's lease and the new holder's first frame follow one another
-// within a period. An island of another holder whose bodies
-// a forwarded manifest claims (one the new holder did not restate) is
-// forgotten at once, so that no observer places a body from two islands. Both read the World (timeline id and
+// within a period. An island of another holder whose bodies a forwarded
+// manifest claims (one the new holder did not restate, nor has a lease of
+// waiting at the front) is forgotten at once, as of its last frame or the
+// claiming island's first state under the new lease, whichever is earlier
+// — the old holder steps on while it hands the shard over, and its clock
+// may run a step ahead — so that at no playback time does an observer
+// place a body from two islands. Both read the World (timeline id and
 // start instant) from etcd, so every front's Welcome names one timeline
 // and authorities on one host share one time base; each starts on a
 // step of the timeline that is a multiple of the steps between broadcasts

@@ -272,7 +272,11 @@ func (u *Upstream) Control(raw []byte) {
 		r.stats.FencedControl++
 		return
 	}
-	r.pass(u.holder, id, m)
+	var first island.Time
+	if o.has {
+		first = o.frame.Time
+	}
+	r.pass(u.holder, id, m, first)
 }
 
 // maxMembers caps the members the relay follows through manifests; past
@@ -280,13 +284,21 @@ func (u *Upstream) Control(raw []byte) {
 const maxMembers = 1 << 20
 
 // pass forwards one message about island id from holder, which holds its
-// forwarded lease; mu held. A manifest that lists a member of an island
-// another holder still has here — one its new holder did not restate, say
-// the half of a bridge that broke off under the old holder — forgets that
-// island first: two islands would otherwise place the same bodies, and an
-// observer show one of them torn. The holder's own islands it leaves to
-// the holder, which restructures them in order.
-func (r *Relay) pass(holder string, id uint32, m codec.Message) {
+// forwarded lease; mu held. first is the authority time of the first state
+// of id under that lease — its Spawn's or first frame's — when the relay
+// has it (0: not yet).
+//
+// A manifest that lists a member of an island another holder still has
+// here — one its new holder did not restate, say the half of a bridge that
+// broke off under the old holder — forgets that island first: two islands
+// would otherwise place the same bodies, and an observer show one of them
+// torn. The island ends at its last frame here, or at first when that is
+// earlier: while the old holder hands the shard on it steps on, and its
+// frames can reach past the new holder's first (their step clocks differ
+// by a step or more). An island whose lease this holder has waiting here
+// is restated by that lease, and neither are the holder's own islands
+// touched: it restructures them in order.
+func (r *Relay) pass(holder string, id uint32, m codec.Message, first island.Time) {
 	switch m := m.(type) {
 	case codec.Forget:
 		r.drop(id)
@@ -296,10 +308,16 @@ func (r *Relay) pass(holder string, id uint32, m codec.Message) {
 			if !ok || prev == id {
 				continue
 			}
+			if _, restated := r.parked[parkKey{holder, prev}]; restated {
+				continue
+			}
 			if p := r.islands[prev]; p != nil && p.holder != holder {
 				var t island.Time
 				if p.has {
 					t = p.frame.Time
+				}
+				if first != 0 && (t == 0 || first < t) {
+					t = first
 				}
 				r.forward(codec.Forget{Island: prev, Time: t})
 				r.drop(prev)
@@ -371,8 +389,17 @@ func (r *Relay) handingOver(holder string, l codec.Lease) bool {
 func (r *Relay) release(k parkKey, p *parked) {
 	delete(r.parked, k)
 	if r.lease(k.holder, p.lease) {
+		var first island.Time // the lease's first state: its Spawn's or first frame's
+		if p.ready {
+			first = p.first.Time
+		}
 		for _, m := range p.msgs {
-			r.pass(k.holder, k.island, m)
+			if sp, ok := m.(codec.Spawn); ok && (first == 0 || sp.Time < first) {
+				first = sp.Time
+			}
+		}
+		for _, m := range p.msgs {
+			r.pass(k.holder, k.island, m, first)
 		}
 	}
 }

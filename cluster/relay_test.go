@@ -47,6 +47,8 @@ type link struct {
 	// overtaken: each step's datagrams arrive before its control, as they
 	// may when the control stream waits for a lost packet.
 	overtaken bool
+	// views, when set, sees every Render's views.
+	views func([]receiver.IslandView)
 }
 
 func newLink(t testing.TB, timeline uint64, period int64, rcfg receiver.Config) *link {
@@ -79,7 +81,9 @@ func (l *link) carry(now int64, msgs []codec.Message, frames []*island.Frame) {
 	if !l.overtaken {
 		l.datagrams(now)
 	}
-	l.rx.Render(now)
+	if v := l.rx.Render(now); l.views != nil {
+		l.views(v)
+	}
 	l.fb = l.rx.Feedback(l.fb[:0])
 	if _, err := l.bc.FeedbackBytes(1, l.fb); err != nil {
 		l.t.Fatal(err)
@@ -217,6 +221,7 @@ type oneShard struct {
 	a       *scenario.Authority
 	relay   *Relay
 	obs, up *link
+	upB     *link // a second authority's uplink, when a test has one
 	scs     []scenario.Scenario
 	now     int64
 }
@@ -294,6 +299,121 @@ func TestRelayForgetsOverlapped(t *testing.T) {
 	}
 	if st := relay.Stats(); st.Forgotten != 1 {
 		t.Fatalf("relay forgot %d islands, want the broken-off half", st.Forgotten)
+	}
+}
+
+// TestRelayForgetsOverlappedInHandOff: as TestRelayForgetsOverlapped, but
+// a hands the shard on and keeps stepping it (make before break), and b's
+// time runs a broadcast period behind a's, as two authorities' step clocks
+// may: b's first frame is older than a's last frames of the broken-off
+// half. The relay ends the half no later than b's first frame, so that at
+// no playback time does the observer place a plank from two islands.
+func TestRelayForgetsOverlappedInHandOff(t *testing.T) {
+	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+	r := newOneShard(t, "break", fn, nil, receiver.Config{})
+	twice, renders := 0, 0
+	r.obs.views = func(views []receiver.IslandView) {
+		renders++
+		placed := map[island.MemberID]uint32{}
+		for _, v := range views {
+			for _, p := range v.Poses {
+				if other, ok := placed[p.ID]; ok && other != v.Island {
+					twice++
+					t.Logf("render %d: member %d placed by islands %d and %d", renders, p.ID, other, v.Island)
+				}
+				placed[p.ID] = v.Island
+			}
+		}
+	}
+	step := func(srcs ...*scenario.Authority) {
+		r.tick(func(now int64) {
+			for i, src := range srcs {
+				msgs, frames := src.Step()
+				[]*link{r.up, r.upB}[i].carry(now, msgs, frames)
+			}
+		})
+	}
+	for range 3 * scenario.StepHz { // the bridge breaks at 2 s
+		step(r.a)
+	}
+	if n := len(r.obs.rx.Islands()); n != 2 {
+		t.Fatalf("the observer knows %d islands after the break, want its 2 halves", n)
+	}
+	fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+	fn.fence[0] = Holding{Holder: "b", Epoch: 200}
+	b, _ := scenario.NewShardAuthority(r.scs, 20, r.a.Time()-3*1_000_000/scenario.StepHz)
+	_ = b.Gain(0, 200, nil)
+	r.upB = newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
+	for range scenario.StepHz {
+		step(r.a, b)
+	}
+	if st := r.relay.Stats(); st.Forgotten != 1 {
+		t.Fatalf("relay forgot %d islands, want the broken-off half", st.Forgotten)
+	}
+	if twice > 0 {
+		t.Fatalf("%d times a member was placed by two islands in one render", twice)
+	}
+}
+
+// TestRelayKeepsRestated: a hands island 1 (bodies 1–4) on to b, whose
+// world has it as two islands: 1 (bodies 1 and 2) and 3 (bodies 3 and 4).
+// b's manifest of island 3 claims bodies of a's island 1, but b restates
+// island 1 itself with its own lease, waiting at the relay with the other:
+// the relay must not forget island 1 whichever of b's two leases it hands
+// out first (it takes them from a map, in no set order).
+func TestRelayKeepsRestated(t *testing.T) {
+	const period = 50_000
+	ids := []island.MemberID{{Stable: 1}, {Stable: 2}, {Stable: 3}, {Stable: 4}}
+	frame := func(id uint32, owner island.SenderID, epoch, seq uint32, at island.Time, members []island.MemberID) *island.Frame {
+		f := &island.Frame{Sender: owner, Key: island.Key{Island: id, Epoch: epoch, Topology: 1, Config: 1, Seq: seq}, Time: at}
+		for i, m := range members {
+			f.Members = append(f.Members, island.Member{ID: m, State: island.State{X: float64(i), Y: float64(seq)}})
+		}
+		return f
+	}
+	for run := range 16 {
+		fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+		relay, err := NewRelay(RelayConfig{Period: period, ShardOf: func(uint32) uint32 { return 0 }, Fence: fn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs := newLink(t, 0x5eed, period, receiver.Config{})
+		upA := newLink(t, 1, period, relay.Upstream("a").Hooks(receiver.Config{}))
+		upB := newLink(t, 2, period, relay.Upstream("b").Hooks(receiver.Config{}))
+		now, seq := int64(0), uint32(0)
+		step := func(feed func(at island.Time)) {
+			now += 1_000_000 / scenario.StepHz
+			seq++
+			feed(island.Time(now))
+			msgs, frames := relay.Step()
+			obs.carry(now, msgs, frames)
+		}
+		aFrame := func(at island.Time) {
+			upA.carry(int64(at), nil, []*island.Frame{frame(1, 1, 100, seq, at, ids)})
+		}
+		upA.carry(0, []codec.Message{codec.Announce{IDs: ids}, codec.Lease{Island: 1, Epoch: 100, Owner: 1},
+			codec.Manifest{Island: 1, Topology: 1, Config: 1, Members: ids}}, nil)
+		for range 30 {
+			step(aFrame)
+		}
+		fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+		fn.fence[0] = Holding{Holder: "b", Epoch: 200}
+		upB.carry(now, []codec.Message{codec.Announce{IDs: ids},
+			codec.Lease{Island: 1, Epoch: 200, Owner: 2}, codec.Manifest{Island: 1, Topology: 1, Config: 1, Members: ids[:2]},
+			codec.Lease{Island: 3, Epoch: 200, Owner: 2}, codec.Manifest{Island: 3, Topology: 1, Config: 1, Members: ids[2:]}}, nil)
+		step(aFrame) // b's leases wait for its first frames
+		for range 12 {
+			step(func(at island.Time) {
+				aFrame(at)
+				upB.carry(int64(at), nil, []*island.Frame{frame(1, 2, 200, seq, at, ids[:2]), frame(3, 2, 200, seq, at, ids[2:])})
+			})
+		}
+		if st := relay.Stats(); st.Forgotten != 0 {
+			t.Fatalf("run %d: the relay forgot %d islands, though b restated island 1", run, st.Forgotten)
+		}
+		if e := leaseEpochs(obs.rx); !slices.Equal(obs.rx.Islands(), []uint32{1, 3}) || !slices.Equal(e, []uint32{200}) {
+			t.Fatalf("run %d: the observer knows islands %v under epochs %v, want b's 1 and 3 (200)", run, obs.rx.Islands(), e)
+		}
 	}
 }
 
