@@ -3,6 +3,7 @@ package localsim
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/jakecoffman/cp/v2"
 
@@ -56,12 +57,29 @@ type Island struct {
 	errSeps  [][2]float64 // JointErrors' separations, reused
 
 	// The bridge in progress: from frame bridgeA to frame bridgeB, gap
-	// holds b's states minus the continuation's at b's time.
+	// holds b's states minus the continuation's at b's time. path, when
+	// pathSteps > 0, holds that continuation after 0 … pathSteps steps, n
+	// states each, so the bridge is read from it rather than simulated
+	// again.
 	bridging         bool
 	bridgeA, bridgeB island.Key
 	bridgeT          [2]island.Time
 	gap              []island.State
+	path             []island.State
+	pathSteps        int
 }
+
+// A bridge keeps its continuation when it has at most maxTrace steps and
+// (steps + 1) × bodies ≤ maxPath states (48 bytes each: at most 786 kB an
+// island, and 65 states, 3 kB, a body). A longer one is bridged by
+// simulating its first frame's continuation again, tick by tick.
+const (
+	maxTrace = 64
+	maxPath  = 1 << 14
+)
+
+// traces reports whether a bridge of steps steps keeps its continuation.
+func (s *Island) traces(steps int) bool { return steps <= maxTrace && (steps+1)*s.n <= maxPath }
 
 // Bounds of what New simulates. A Physics message is hostile input like
 // any other: values the codec accepts (any finite float) but that would
@@ -212,8 +230,10 @@ func (s *Island) Continue(key island.Key, t island.Time, state func(i int) islan
 // the continuation from a at dt, moved by the share dt/(tb − ta) of the gap
 // between b and the continuation at tb. At dt = tb − ta it is b exactly;
 // joints stay as the continuation keeps them, give or take the gap's
-// spread across a joint. The gap is worked out once per pair; later calls
-// for the same pair cost what Continue does. It reports false when out
+// spread across a joint. The gap is worked out once per pair, from a
+// continuation that is kept (up to 64 steps and 16 384 states) and read by
+// later calls for the same pair at no further step; a longer one is
+// simulated again, and later calls cost what Continue does. It reports false when out
 // does not match the island or the pair is more than maxSteps (zero:
 // DefaultMaxSteps) steps apart.
 func (s *Island) Bridge(a island.Key, ta island.Time, stateA func(i int) island.State,
@@ -226,7 +246,13 @@ func (s *Island) Bridge(a island.Key, ta island.Time, stateA func(i int) island.
 		s.gap = make([]island.State, s.n)
 	}
 	if !s.bridged(a, ta, b, tb) {
-		if !s.Continue(a, ta, stateA, span, maxSteps, s.gap) {
+		s.bridging, s.pathSteps = false, 0
+		if steps := s.stepsTo(span, maxSteps); s.traces(steps) {
+			if !s.trace(a, ta, stateA, steps) {
+				return false
+			}
+			s.pathAt(span, s.gap)
+		} else if !s.Continue(a, ta, stateA, span, maxSteps, s.gap) {
 			return false
 		}
 		for i := range s.gap {
@@ -236,7 +262,9 @@ func (s *Island) Bridge(a island.Key, ta island.Time, stateA func(i int) island.
 		}
 		s.bridging, s.bridgeA, s.bridgeB, s.bridgeT = true, a, b, [2]island.Time{ta, tb}
 	}
-	if !s.Continue(a, ta, stateA, dt, maxSteps, out) {
+	if s.pathSteps > 0 {
+		s.pathAt(dt, out)
+	} else if !s.Continue(a, ta, stateA, dt, maxSteps, out) {
 		return false
 	}
 	f := float64(dt) / float64(span)
@@ -252,6 +280,44 @@ func (s *Island) Bridge(a island.Key, ta island.Time, stateA func(i int) island.
 	return true
 }
 
+// trace seeds the continuation of frame key at time t and runs it steps
+// steps, keeping the states after each in path: the continuation then
+// stands at those steps, as Continue leaves it.
+func (s *Island) trace(key island.Key, t island.Time, state func(i int) island.State, steps int) bool {
+	if !s.reseed(key, t, state) {
+		return false
+	}
+	s.path = slices.Grow(s.path[:0], (steps+1)*s.n)[:(steps+1)*s.n]
+	copy(s.path, s.cur)
+	for k := 1; k <= steps; k++ {
+		s.space.Step(s.dt)
+		if !s.read(s.path[k*s.n : (k+1)*s.n]) {
+			s.seeded = false
+			return false
+		}
+	}
+	if steps > 0 {
+		copy(s.prev, s.path[(steps-1)*s.n:steps*s.n])
+		copy(s.cur, s.path[steps*s.n:])
+	}
+	s.steps, s.pathSteps = steps, steps
+	return true
+}
+
+// pathAt writes to out the traced continuation at dt (0 < dt, within the
+// steps traced), blending the two steps around it as Continue does.
+func (s *Island) pathAt(dt int64, out []island.State) {
+	k := int((dt + s.step - 1) / s.step)
+	frac := 1.0
+	if int64(k)*s.step > dt {
+		frac = float64(dt-int64(k-1)*s.step) / float64(s.step)
+	}
+	lo, hi := s.path[(k-1)*s.n:k*s.n], s.path[k*s.n:(k+1)*s.n]
+	for i := range out {
+		out[i] = blend(lo[i], hi[i], frac)
+	}
+}
+
 // StepsFor returns how many steps Continue would run to reach dt past
 // frame key at time t from where the simulation stands (zero when it is
 // there already): what the call costs, for a caller with a budget.
@@ -265,8 +331,13 @@ func (s *Island) StepsFor(key island.Key, t island.Time, dt int64, maxSteps int)
 // BridgeStepsFor is StepsFor for Bridge: the steps to work out the pair's
 // gap, if not known yet, and then to continue to dt.
 func (s *Island) BridgeStepsFor(a island.Key, ta island.Time, b island.Key, tb island.Time, dt int64, maxSteps int) int {
-	if s.bridged(a, ta, b, tb) {
+	switch steps := s.stepsTo(int64(tb-ta), maxSteps); {
+	case s.bridged(a, ta, b, tb) && s.pathSteps > 0:
+		return 0 // read from the traced continuation
+	case s.bridged(a, ta, b, tb):
 		return s.StepsFor(a, ta, dt, maxSteps)
+	case s.traces(steps):
+		return WarmSteps + steps
 	}
 	return s.StepsFor(a, ta, int64(tb-ta), maxSteps) + WarmSteps + s.stepsTo(dt, maxSteps)
 }

@@ -282,6 +282,55 @@ func TestBridge(t *testing.T) {
 	}
 }
 
+// TestBridgeReadsItsTrace: every render tick across a pair is the first
+// frame's continuation at that time, moved by its share of the gap at the
+// second frame — read from the continuation traced with the gap, so that
+// after the pair's first tick the bridge costs no steps. A pair whose
+// continuation is too long to keep (80 solver steps) still costs
+// Continue's steps per tick.
+func TestBridgeReadsItsTrace(t *testing.T) {
+	p, f, truth := follow(t, "chain", 90, 9) // frames 150 ms apart
+	stateA := func(i int) island.State { return f.Members[i].State }
+	stateB := func(i int) island.State { return truth[i] }
+	kb := island.Key{Seq: f.Key.Seq + 3}
+	span := int64(9 * 1_000_000 / scenario.StepHz)
+	n := len(truth)
+	continued := func(dt int64) []island.State { // a fresh simulation's continuation
+		sim, _ := localsim.New(p)
+		out := make([]island.State, n)
+		if !sim.Continue(f.Key, f.Time, stateA, dt, 0, out) {
+			t.Fatal("continue refused")
+		}
+		return out
+	}
+	atB := continued(span)
+	sim, _ := localsim.New(p)
+	out := make([]island.State, n)
+	for dt := int64(4_000); dt < span; dt += 16_000 { // render ticks off the step grid
+		if !sim.Bridge(f.Key, f.Time, stateA, kb, f.Time+island.Time(span), stateB, dt, 0, out) {
+			t.Fatal("bridge refused")
+		}
+		want, share := continued(dt), float64(dt)/float64(span)
+		for i := range want {
+			want[i].X += (truth[i].X - atB[i].X) * share
+			want[i].Y += (truth[i].Y - atB[i].Y) * share
+		}
+		if d := worstDistance(out, want); d > 1e-9 {
+			t.Fatalf("at %d µs the bridge is %g m off the continuation moved by its share of the gap", dt, d)
+		}
+		if c := sim.BridgeStepsFor(f.Key, f.Time, kb, f.Time+island.Time(span), dt+16_000, 0); c != 0 {
+			t.Fatalf("the next tick of a traced bridge costs %d steps (%d bodies)", c, n)
+		}
+	}
+	long := int64(20 * 1_000_000 / scenario.StepHz) // 80 solver steps
+	if !sim.Bridge(f.Key, f.Time, stateA, kb, f.Time+island.Time(long), stateB, 4_000, 0, out) {
+		t.Fatal("bridge refused")
+	}
+	if c := sim.BridgeStepsFor(f.Key, f.Time, kb, f.Time+island.Time(long), 20_000, 0); c == 0 {
+		t.Fatal("a bridge too long to trace costs no steps")
+	}
+}
+
 // BenchmarkContinue: what the local simulation costs per extrapolated
 // island per render tick (60 Hz ticks, each carrying on the last one's
 // continuation: the steady state past the newest frame), beside what one
@@ -325,6 +374,36 @@ func BenchmarkContinue(b *testing.B) {
 				w.Step()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(bodies), "ns/body")
+		})
+	}
+}
+
+// BenchmarkBridge: what crossing one lost frame costs an observer — a
+// 100 ms frame pair of the 240-link chain or a 6-body ragdoll, bridged at
+// each 60 Hz render tick between the two frames (6 ticks), then the next
+// pair — per pair and per body.
+func BenchmarkBridge(b *testing.B) {
+	for _, name := range []string{"chain", "ragdolls"} {
+		p, f, truth := follow(b, name, 90, 6)
+		stateA := func(i int) island.State { return f.Members[i].State }
+		stateB := func(i int) island.State { return truth[i] }
+		span := int64(6 * 1_000_000 / scenario.StepHz)
+		out := make([]island.State, len(truth))
+		b.Run("scene="+name, func(b *testing.B) {
+			sim, err := localsim.New(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kb := island.Key{Seq: f.Key.Seq + 2}
+			b.ReportAllocs()
+			for b.Loop() {
+				f.Key.Seq++ // a new pair
+				kb.Seq++
+				for dt := int64(1_000_000 / 60); dt < span; dt += 1_000_000 / 60 {
+					sim.Bridge(f.Key, f.Time, stateA, kb, f.Time+island.Time(span), stateB, dt, 0, out)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(out)), "ns/body")
 		})
 	}
 }

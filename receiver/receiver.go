@@ -32,7 +32,9 @@ type Config struct {
 	// MaxSimBodies caps the bodies of every island's local simulation
 	// together (zero: DefaultMaxSimBodies). An island past the newest frame
 	// continues under its Physics message — gravity, damping, joints — so
-	// that extrapolated bodies keep their joints.
+	// that extrapolated bodies keep their joints. Besides its cp body, a
+	// simulated body may keep up to 3 kB of a bridged frame pair's
+	// continuation (package localsim).
 	MaxSimBodies int
 	// MaxSimWork caps the local simulations' work per Render, in body steps
 	// (zero: DefaultMaxSimWork). Islands past it this Render move along
