@@ -54,10 +54,13 @@
 //
 // RunAuthority runs an authority: a shard authority (scenario) whose
 // shards follow Serve, served over QUIC to the fronts. Its step goroutine
-// takes the shards gained and lost at its next step; Serve's Gain hook
-// does not wait for that step, so the shards gained together (a drain's,
-// a crashed holder's) send their first frames from the same step, while
-// its Lose hook returns only once the shard's frames have stopped. RunFront runs a
+// takes the shards gained and lost at once, between two steps
+// (transport.Prompter): a gained shard's leases, manifests and spawns —
+// its islands' first states, at the time the authority stands at — go out
+// without waiting for the next step, and its first frames come from that
+// step. Serve's Gain hook does not wait, so the shards gained together (a
+// drain's, a crashed holder's) start together, while its Lose hook returns
+// only once the shard's frames have stopped. RunFront runs a
 // front: it dials every registered authority as an observer (pinning the
 // fingerprint the authority registered beside its address) and serves
 // observers a Relay of what they send. The Relay forwards an island's
@@ -69,7 +72,9 @@
 // jitter neither waits for the front's cadence nor loses a frame to it.
 // When an island changes hands, the old holder's last frame, the new
 // holder's lease and the new holder's first frame follow one another
-// within a period. An island of another holder whose bodies a forwarded
+// within a period; a new holder's first state is handed over as soon as
+// it arrives, between two Steps (Relay.Urgent), unless the old holder's
+// last frame still waits to go out first. An island of another holder whose bodies a forwarded
 // manifest claims (one the new holder did not restate, nor has a lease of
 // waiting at the front) is forgotten at once, as of its last frame or the
 // claiming island's first state under the new lease, whichever is earlier

@@ -248,11 +248,12 @@ func (s *standby) follow(ctx context.Context, tb *Table, log *slog.Logger) {
 // shardSource is an authority's transport.Source: a shard authority whose
 // shards Serve's hooks change between steps.
 type shardSource struct {
-	auth *scenario.Authority
-	last scenario.Continue  // the standby's
-	now  func() island.Time // the timeline's clock, µs; nil: steps alone keep the time
-	mu   sync.Mutex
-	reqs []shardReq
+	auth   *scenario.Authority
+	last   scenario.Continue  // the standby's
+	now    func() island.Time // the timeline's clock, µs; nil: steps alone keep the time
+	mu     sync.Mutex
+	reqs   []shardReq
+	prompt chan struct{} // a change waits: the server takes it at once (Urgent)
 }
 
 type shardReq struct {
@@ -262,14 +263,24 @@ type shardReq struct {
 	done  chan struct{}
 }
 
-func (s *shardSource) request(r shardReq) { s.mu.Lock(); s.reqs = append(s.reqs, r); s.mu.Unlock() }
+func (s *shardSource) request(r shardReq) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, r)
+	s.mu.Unlock()
+	select {
+	case s.prompt <- struct{}{}:
+	default:
+	}
+}
 
-// change hands a shard gained or lost to Step, which takes every change
-// queued, in order, at the next step. A loss waits until a step took it
-// (or stopped is closed): from then on the shard's frames have stopped. A
-// gain does not wait, so that the shards gained together — a drain's, a
-// crashed holder's — all start at the same next step rather than one step
-// after another.
+// change hands a shard gained or lost to the server, which takes every
+// change queued, in order, at once between two steps (Urgent), or at the
+// next step. A loss waits until it was taken (or stopped is closed): from
+// then on the shard's frames have stopped. A gain does not wait, so that
+// the shards gained together — a drain's, a crashed holder's — all start
+// at the same instant rather than one after another; its announcement
+// (leases, manifests, the islands' spawns) goes out at once, and its first
+// frames at the next step.
 func (s *shardSource) change(shard, epoch uint32, gain bool, stopped <-chan struct{}) {
 	r := shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
 	s.request(r)
@@ -283,6 +294,24 @@ func (s *shardSource) change(shard, epoch uint32, gain bool, stopped <-chan stru
 }
 
 func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
+	s.take()
+	return s.auth.Step()
+}
+
+// Prompt receives when a change waits (transport.Prompter).
+func (s *shardSource) Prompt() <-chan struct{} { return s.prompt }
+
+// Urgent takes the changes queued and returns what they announce, without
+// a step (transport.Prompter): a gained shard's islands reach the fronts
+// up to a step sooner.
+func (s *shardSource) Urgent() ([]codec.Message, []*island.Frame) {
+	s.take()
+	return s.auth.Control(), nil
+}
+
+// take brings the authority's time up to the clock and takes the changes
+// queued.
+func (s *shardSource) take() {
 	if s.now != nil {
 		// Steps that came late (a loaded machine drops ticks) would leave
 		// this authority's time behind the clock every other authority
@@ -305,8 +334,13 @@ func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
 		}
 		close(r.done)
 	}
-	return s.auth.Step()
 }
+
+// Both sources hand a change of hands over between steps.
+var (
+	_ transport.Prompter = (*shardSource)(nil)
+	_ transport.Prompter = (*Relay)(nil)
+)
 
 // MaxLag is how many steps an authority's time may fall behind the
 // timeline's clock before it skips ahead (three steps: one broadcast
@@ -343,7 +377,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	}
 	n := len(cfg.Scenarios)
 	sb := newStandby(func(id uint32) uint32 { return uint32(scenario.ShardOf(id, n)) })
-	src := &shardSource{auth: auth, last: sb.last, now: func() island.Time { return island.Time(w.Now(time.Now())) }}
+	src := &shardSource{auth: auth, last: sb.last, now: func() island.Time { return island.Time(w.Now(time.Now())) }, prompt: make(chan struct{}, 1)}
 	cfg.Server.Timeline = w.Timeline
 	if cfg.Dial {
 		cfg.Server.DialOnly = true

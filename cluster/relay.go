@@ -154,6 +154,7 @@ type Relay struct {
 	memberOf     map[island.MemberID]uint32 // each member's island, as the manifests forwarded list it
 	parked       map[parkKey]*parked
 	stats        RelayStats
+	prompt       chan struct{} // a new holder's first frame waits: hand it over at once (Urgent)
 
 	// Step's output, valid until the next Step.
 	msgs   []codec.Message
@@ -179,7 +180,29 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.Control = cfg.Control.WithDefaults()
 	every := max(cfg.Period*int64(cfg.StepRate)/1_000_000, 1)
 	return &Relay{cfg: cfg, every: every, islands: map[uint32]*owned{}, parked: map[parkKey]*parked{},
-		memberOf: map[island.MemberID]uint32{}}, nil
+		memberOf: map[island.MemberID]uint32{}, prompt: make(chan struct{}, 1)}, nil
+}
+
+// Prompt receives when a new holder's first frame waits for its hand-over
+// (transport.Prompter).
+func (r *Relay) Prompt() <-chan struct{} { return r.prompt }
+
+// Urgent hands over, between two Steps, the islands whose new holder's
+// first frame is here (transport.Prompter): what the next Step would hand
+// over, without its broadcast or its count. The control forwarded since
+// the last Step goes with it.
+func (r *Relay) Urgent() ([]codec.Message, []*island.Frame) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.step(true)
+}
+
+// promptNow asks the server for an Urgent call; mu held.
+func (r *Relay) promptNow() {
+	select {
+	case r.prompt <- struct{}{}:
+	default:
+	}
 }
 
 // Period returns the broadcast period, µs.
@@ -412,8 +435,9 @@ func (r *Relay) release(k parkKey, p *parked) {
 // previous holder's own frame waits to go out, that frame goes this Step,
 // off the cadence, and the lease and the new holder's frame at the next
 // (handAfter): an observer refuses the old holder's frame once it holds
-// the new lease, so the two must not race.
-func (r *Relay) unpark() {
+// the new lease, so the two must not race. count: a Step, which the waits
+// count in (Urgent calls do not).
+func (r *Relay) unpark(count bool) {
 	for k, p := range r.parked {
 		switch {
 		case r.cfg.Fence.Admit(r.cfg.ShardOf(k.island), k.holder, p.lease.Epoch):
@@ -427,14 +451,16 @@ func (r *Relay) unpark() {
 				continue
 			}
 			if p.waited < handOverPeriods*r.every && r.handingOver(k.holder, p.lease) {
-				p.waited++
+				if count {
+					p.waited++
+				}
 				continue
 			}
 			r.release(k, p)
 		case p.age >= r.cfg.ForgetAfter:
 			delete(r.parked, k)
 			r.stats.FencedLeases++
-		default:
+		case count:
 			p.age++
 		}
 	}
@@ -498,6 +524,7 @@ func (u *Upstream) Commit(f *validator.Validated) {
 			}
 			p.first, p.members = frameOf(f, p.lease.Owner, p.members)
 			p.ready = true
+			r.promptNow()
 			return
 		}
 		r.release(pk, p)
@@ -545,8 +572,17 @@ func frameOf(f *validator.Validated, sender island.SenderID, members []island.Me
 func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.steps++
-	r.unpark()
+	return r.step(false)
+}
+
+// step is Step, or Urgent: a call between Steps that neither counts as one
+// nor broadcasts, and hands out only first frames under new leases; mu
+// held.
+func (r *Relay) step(urgent bool) ([]codec.Message, []*island.Frame) {
+	if !urgent {
+		r.steps++
+	}
+	r.unpark(!urgent)
 	r.msgs = append(r.msgs[:0], r.pending...)
 	clear(r.pending)
 	r.pending, r.pendingBytes = r.pending[:0], 0
@@ -558,7 +594,7 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	// cadence with an off-cadence frame): no island goes more than a period
 	// without a frame when it has one. Every other frame waits for the
 	// next broadcast.
-	onCadence := r.steps%r.every == 0
+	onCadence := !urgent && r.steps%r.every == 0
 	due := r.nextDue != 0 && r.steps >= r.nextDue
 	if !onCadence && !r.firstDue && !due {
 		return r.msgs, r.out
@@ -587,6 +623,9 @@ func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 		// next holder's lease replaces it here, with that holder's first
 		// frame: observers see no gap while the shard changes hands.
 		if !r.cfg.Fence.Admit(o.shard, o.holder, o.epoch) && !r.cfg.Fence.Handing(o.shard, o.holder, o.epoch) {
+			if urgent {
+				continue // orphans are counted in Steps
+			}
 			o.orphan += int(r.every)
 			if o.fresh {
 				r.stats.FencedFrames++

@@ -596,6 +596,54 @@ func makesBeforeBreak(t *testing.T, silent bool, phase, delay int) {
 	}
 }
 
+// TestRelayUrgentHandOver: a new holder's first state (its spawn) reaches
+// a relay whose old holder's frames went out at the last Step: the relay
+// prompts, and Urgent hands the island over at once — the new lease and
+// that first state — without counting a Step; the next Step does not hand
+// it out again.
+func TestRelayUrgentHandOver(t *testing.T) {
+	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+	var epochs []uint32
+	r := newOneShard(t, "bridge", fn, nil, receiver.Config{OnCommit: func(f *validator.Validated) { epochs = append(epochs, f.Key().Epoch) }})
+	for out := 0; r.now < 500_000 || out == 0; { // until a Step that handed out a's frames
+		r.now += 1_000_000 / scenario.StepHz
+		msgs, frames := r.a.Step()
+		r.up.carry(r.now, msgs, frames)
+		msgs, out2 := r.relay.Step()
+		out = len(out2)
+		r.obs.carry(r.now, msgs, out2)
+	}
+	select {
+	case <-r.relay.Prompt():
+		t.Fatal("the relay prompted with no hand-over waiting")
+	default:
+	}
+	fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+	fn.fence[0] = Holding{Holder: "b", Epoch: 101}
+	b, _ := scenario.NewShardAuthority(r.scs, 20, r.a.Time())
+	_ = b.Gain(0, 101, nil)
+	upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
+	upB.carry(r.now, b.Control(), nil)
+	select {
+	case <-r.relay.Prompt():
+	default:
+		t.Fatal("b's first state is here and the relay did not prompt")
+	}
+	steps := r.relay.steps
+	n0 := len(epochs)
+	msgs, frames := r.relay.Urgent()
+	if r.relay.steps != steps {
+		t.Fatalf("Urgent counted %d Steps", r.relay.steps-steps)
+	}
+	r.obs.carry(r.now, msgs, frames)
+	if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) || !slices.Contains(epochs[n0:], 101) {
+		t.Fatalf("after Urgent the observer holds leases of epochs %v and committed epochs %v, want b's (101)", e, epochs[n0:])
+	}
+	if _, frames := r.relay.Step(); slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
+		t.Fatal("the Step after Urgent handed b's first state out again")
+	}
+}
+
 // leaseEpochs returns the distinct epochs of the leases rx holds, sorted.
 func leaseEpochs(rx *receiver.Receiver) []uint32 {
 	var e []uint32
@@ -727,6 +775,43 @@ func TestGainsStartTogether(t *testing.T) {
 	}
 	if got := auth.Shards(); len(got) != 1 || got[0] != 1 {
 		t.Fatalf("after the loss the authority steps shards %v, want [1]", got)
+	}
+}
+
+// TestGainAnnouncedAtOnce: a gain prompts the server, and Urgent takes it
+// without a step — the shard's leases and spawns, at the time the
+// authority stands at — so that they need not wait for the next step; the
+// next step sends the shard's first frames.
+func TestGainAnnouncedAtOnce(t *testing.T) {
+	auth, n := shardAuthority(t, "bridge")
+	src := &shardSource{auth: auth, prompt: make(chan struct{}, 1)}
+	src.Step()
+	at := auth.Time()
+	src.change(0, 7, true, nil)
+	select {
+	case <-src.Prompt():
+	default:
+		t.Fatal("a gain did not prompt")
+	}
+	msgs, frames := src.Urgent()
+	leases, spawns := 0, 0
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case codec.Lease:
+			if m.Epoch == 7 && scenario.ShardOf(m.Island, n) == 0 {
+				leases++
+			}
+		case codec.Spawn:
+			if m.Time == at {
+				spawns++
+			}
+		}
+	}
+	if leases == 0 || spawns != leases || len(frames) != 0 || auth.Time() != at {
+		t.Fatalf("Urgent: %d leases, %d spawns at %d µs, %d frames; time %d, was %d", leases, spawns, at, len(frames), auth.Time(), at)
+	}
+	if _, frames := src.Step(); len(frames) == 0 {
+		t.Fatal("the step after sent no first frames")
 	}
 }
 

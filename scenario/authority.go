@@ -311,6 +311,16 @@ func (a *Authority) Step() ([]codec.Message, []*island.Frame) {
 	return ctl, a.frames
 }
 
+// Control returns the control messages queued since the last Step (a
+// Gain's announcement of its shard, say) without stepping, and clears
+// them: a caller that would not keep them waiting for the next step sends
+// them now.
+func (a *Authority) Control() []codec.Message {
+	ctl := a.ctl
+	a.ctl = nil
+	return ctl
+}
+
 // Behind returns how many whole steps the authority's time is behind
 // authority time now (µs); 0 when it is not.
 func (a *Authority) Behind(now island.Time) int64 {

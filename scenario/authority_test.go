@@ -162,6 +162,40 @@ func TestShardAuthority(t *testing.T) {
 	}
 }
 
+// TestControlWithoutStep: a gained shard's announcement can be taken at
+// once (Control), at the time the authority stands at, without a step;
+// the next Step does not send it again, and it samples the shard's first
+// frames as ever.
+func TestControlWithoutStep(t *testing.T) {
+	scs, err := Pick("ragdolls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := NewShardAuthority(scs, 20, 5_000_000)
+	a.Step()
+	at := a.Time()
+	if err := a.Gain(0, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs := a.Control()
+	spawns := 0
+	for _, m := range msgs {
+		if sp, ok := m.(codec.Spawn); ok {
+			spawns++
+			if sp.Time != at {
+				t.Fatalf("spawn at %d, want the authority's time %d", sp.Time, at)
+			}
+		}
+	}
+	if spawns == 0 || a.Time() != at || len(a.Control()) != 0 {
+		t.Fatalf("%d spawns; time %d, was %d; control taken twice", spawns, a.Time(), at)
+	}
+	msgs, frames := a.Step()
+	if slices.ContainsFunc(msgs, func(m codec.Message) bool { _, ok := m.(codec.Spawn); return ok }) || len(frames) == 0 {
+		t.Fatalf("the step after: %d messages (a spawn again?), %d frames", len(msgs), len(frames))
+	}
+}
+
 // TestShardAuthoritiesShareOneGrid: shard authorities started at different
 // instants of one timeline, and shards gained at different steps, sample
 // their frames at the same authority times — multiples of the broadcast

@@ -2,7 +2,9 @@
 // frame datagrams as RFC 9221 datagrams, and the control messages on one
 // bidirectional stream per observer, opened by the observer, reliable and in
 // order. Server serves a Source (anything that steps and yields control
-// messages and frames) through a broadcast.Broadcaster; Watcher is an
+// messages and frames) through a broadcast.Broadcaster — and what a
+// Prompter has that should not wait for the next step, between steps;
+// Watcher is an
 // observer driving a receiver.Receiver (or, with WatchConfig.ConfirmOnly, a
 // stand-in that confirms every datagram unrestored, for measuring a server
 // under many observers). cmd/islandserver and cmd/islandwatch are thin

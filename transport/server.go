@@ -35,6 +35,18 @@ type Source interface {
 	Period() int64 // broadcast period, µs
 }
 
+// A Prompter is a Source that sometimes has output that should not wait for
+// the next step — an island whose authority just changed hands. When
+// Prompt's channel (the same one every call) receives, the Server calls
+// Urgent, between steps and on the goroutine that calls Step, and sends
+// what it returns at once. Urgent must not step the simulation: the next
+// Step comes on the fixed cadence as ever. A paused Server calls neither.
+type Prompter interface {
+	Source
+	Prompt() <-chan struct{}
+	Urgent() ([]codec.Message, []*island.Frame)
+}
+
 // ServerConfig sets a Server up. Zero fields mean the documented defaults.
 type ServerConfig struct {
 	// Listen is the UDP address to serve on. Empty means 127.0.0.1:4242.
@@ -294,6 +306,11 @@ func (s *Server) Run(ctx context.Context) error {
 	defer tick.Stop()
 	var ctl []byte
 	var dgs []broadcast.Datagram
+	pr, _ := s.src.(Prompter)
+	var prompt <-chan struct{}
+	if pr != nil {
+		prompt = pr.Prompt()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -312,16 +329,29 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			msgs, frames := s.src.Step()
 			s.m.stepped(len(frames) > 0)
-			for _, m := range msgs {
-				if err := s.bc.Apply(m); err != nil {
-					s.log.Warn("control refused by broadcaster", "type", m.Type().String(), "err", err)
-				}
+			s.send(msgs, frames, &ctl, &dgs)
+		case <-prompt:
+			if s.paused {
+				continue
 			}
-			s.pathRates()
-			s.bc.Frames(frames)
-			s.flush(&ctl, &dgs)
+			if msgs, frames := pr.Urgent(); len(msgs) > 0 || len(frames) > 0 {
+				s.send(msgs, frames, &ctl, &dgs)
+			}
 		}
 	}
+}
+
+// send hands the broadcaster one step's (or an urgent call's) control and
+// frames, and every observer its share.
+func (s *Server) send(msgs []codec.Message, frames []*island.Frame, ctl *[]byte, dgs *[]broadcast.Datagram) {
+	for _, m := range msgs {
+		if err := s.bc.Apply(m); err != nil {
+			s.log.Warn("control refused by broadcaster", "type", m.Type().String(), "err", err)
+		}
+	}
+	s.pathRates()
+	s.bc.Frames(frames)
+	s.flush(ctl, dgs)
 }
 
 // pathRates tells the broadcaster what each observer's path carries now.
