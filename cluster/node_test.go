@@ -148,7 +148,7 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 	}
 	w, err := transport.NewWatcher(transport.WatchConfig{Addr: front.srv.Addr().String(), Fallback: others, TLS: tlsc,
 		Subscribe: codec.Subscribe{All: true}, Reconnect: true, Logger: slog.New(slog.DiscardHandler),
-		Receiver: receiver.Config{OnCommit: func(f *validator.Validated) {
+		Receiver: receiver.Config{MaxSimWork: watchSimWork, OnCommit: func(f *validator.Validated) {
 			k := f.Key()
 			o.mu.Lock()
 			defer o.mu.Unlock()
@@ -300,16 +300,7 @@ func TestClusterOverQUIC(t *testing.T) {
 	// The drain is measured from a steady state: a holder's first frame
 	// of an island it just gained may be followed by a pause of a few
 	// hundred milliseconds, which is not the drain's.
-	await(t, "frames flow again for every island", func() bool {
-		obs.mu.Lock()
-		defer obs.mu.Unlock()
-		for _, n := range obs.streak {
-			if n < 4 {
-				return false
-			}
-		}
-		return len(obs.streak) > 0
-	})
+	await(t, "frames flow again for every island", flowing(obs))
 
 	// Drain: b stops with a goodbye; c takes everything at once.
 	moved := tb.Held("b")
@@ -370,6 +361,21 @@ func TestClusterOverQUIC(t *testing.T) {
 	// bytes (the front's pacer then gave up on them).
 	t.Logf("observer: the longest an island went between two frames of one epoch: %v; front's pacer gave up %v times",
 		obs.pause, frontCounter(t, "f", "islandsync_pace_gave_up_total"))
+}
+
+// flowing reports whether the observer has committed at least four frames
+// in a row of the newest epoch of every island it knows.
+func flowing(obs *observer) func() bool {
+	return func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		for _, n := range obs.streak {
+			if n < 4 {
+				return false
+			}
+		}
+		return len(obs.streak) > 0
+	}
 }
 
 // fourShards starts a world of four shards (bridge, ragdolls, handoff,
@@ -514,6 +520,10 @@ func authorityGaps(o *observer, shards []uint32, n int, since time.Time) []islan
 // lightWatchers makes watch keep no positions (no jumps): many watchers
 // in one test cost less.
 var lightWatchers bool
+
+// watchSimWork is the local-simulation budget of watch's watchers
+// (receiver.Config.MaxSimWork; 0: the default).
+var watchSimWork int
 
 // registries holds each node's metrics, shown when a test waits in vain.
 var registries sync.Map
