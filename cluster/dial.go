@@ -107,8 +107,7 @@ func acceptUplinks(ctx context.Context, ln *transport.UplinkListener, tb *Table,
 				}
 				mu.Unlock()
 			}()
-			w, err := transport.NewWatcher(transport.WatchConfig{Subscribe: codec.Subscribe{All: true},
-				Receiver: relay.Upstream(name).Hooks(receiver.Config{}), Logger: log})
+			w, err := transport.NewWatcher(upstreamWatch(relay.Upstream(name), log))
 			if err == nil {
 				err = w.RunConn(ctx, c, nil)
 			}
@@ -118,6 +117,21 @@ func acceptUplinks(ctx context.Context, ln *transport.UplinkListener, tb *Table,
 			}
 		}()
 	}
+}
+
+// upstreamRenderRate is the render ticks per second of a front's link from
+// an authority: a relay takes the receiver's control messages and commits,
+// which come as they arrive, and none of its views. At each render the
+// receiver still expires unfinished frames and applies timed events.
+const upstreamRenderRate = 4
+
+// upstreamWatch is the watcher configuration of a front's link from one
+// authority, feeding up: it renders rarely and simulates nothing past the
+// newest frame (a front that continued every island with the observers'
+// local simulation spent most of its link's time on views nobody reads).
+func upstreamWatch(up *Upstream, log *slog.Logger) transport.WatchConfig {
+	return transport.WatchConfig{Subscribe: codec.Subscribe{All: true}, RenderRate: upstreamRenderRate,
+		Receiver: up.Hooks(receiver.Config{StraightExtrapolation: true}), Logger: log}
 }
 
 // dialAuthorities keeps one connection to every registered authority that accepts
@@ -143,8 +157,9 @@ func dialAuthority(ctx context.Context, name, addr, pin string, relay *Relay, lo
 	}
 	up := relay.Upstream(name)
 	for ctx.Err() == nil {
-		w, err := transport.NewWatcher(transport.WatchConfig{Addr: addr, TLS: tlsc, Subscribe: codec.Subscribe{All: true},
-			Receiver: up.Hooks(receiver.Config{}), Reconnect: true, Logger: log})
+		wc := upstreamWatch(up, log)
+		wc.Addr, wc.TLS, wc.Reconnect = addr, tlsc, true
+		w, err := transport.NewWatcher(wc)
 		if err != nil {
 			log.Warn("uplink", "authority", name, "err", err)
 			return

@@ -213,3 +213,18 @@ func TestLinkOutlivesRegistration(t *testing.T) {
 		t.Fatal("never: the link to b ends")
 	}
 }
+
+// TestUpstreamWatch: a front's link from an authority feeds the relay
+// (control and commits) and spends nothing on views: a few renders a
+// second, no local simulation.
+func TestUpstreamWatch(t *testing.T) {
+	relay, err := NewRelay(RelayConfig{Period: 50_000, ShardOf: func(uint32) uint32 { return 0 }, Fence: fence{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := upstreamWatch(relay.Upstream("a"), testLogger)
+	if c.RenderRate == 0 || c.RenderRate > 4 || !c.Receiver.StraightExtrapolation || c.Receiver.OnControl == nil || c.Receiver.OnCommit == nil {
+		t.Fatalf("upstream watcher: %d renders a second, straight extrapolation %v, feeds the relay %v",
+			c.RenderRate, c.Receiver.StraightExtrapolation, c.Receiver.OnControl != nil && c.Receiver.OnCommit != nil)
+	}
+}

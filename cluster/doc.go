@@ -62,8 +62,10 @@
 // drain's, a crashed holder's) start together, while its Lose hook returns
 // only once the shard's frames have stopped. RunFront runs a
 // front: it dials every registered authority as an observer (pinning the
-// fingerprint the authority registered beside its address) and serves
-// observers a Relay of what they send. The Relay forwards an island's
+// fingerprint the authority registered beside its address; an observer
+// that renders four times a second and simulates nothing, for the relay
+// needs its control and commits, not its views) and serves observers a
+// Relay of what they send. The Relay forwards an island's
 // lease, messages and frames only while the fence (Table.Admit) admits
 // them — a lease heard before the front's watch shows the claim behind it
 // waits for it — and hands out the newest frame of each island once per
