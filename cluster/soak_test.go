@@ -177,7 +177,7 @@ func TestClusterSoak(t *testing.T) {
 			return o.state().Equal(serverState(d.srv))
 		})
 	}
-	waits, commits := 0, 0
+	waits, commits, halves, backwards := 0, 0, 0, 0
 	for i, o := range obs {
 		o.mu.Lock()
 		if o.halves != 0 || o.backwards != 0 {
@@ -186,11 +186,11 @@ func TestClusterSoak(t *testing.T) {
 		if o.waiting {
 			waits++
 		}
-		commits += o.commits
+		commits, halves, backwards = commits+o.commits, halves+o.halves, backwards+o.backwards
 		o.mu.Unlock()
 	}
-	t.Logf("%d watchers (and %d stand-ins): %d frames committed, 0 half-frames, 0 older-epoch frames after newer; %d went back to Waiting when f1 stopped; %d islands, %d identities at the end",
-		len(obs), 16-len(obs), commits, waits, len(want.Leases), len(want.IDs))
+	t.Logf("%d watchers (and %d stand-ins): %d frames committed, %d half-frames, %d older-epoch frames after newer; %d went back to Waiting when f1 stopped; %d islands, %d identities at the end",
+		len(obs), 16-len(obs), commits, halves, backwards, waits, len(want.Leases), len(want.IDs))
 }
 
 // standIn runs a stand-in watcher of front (fallback after it) until the
