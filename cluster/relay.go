@@ -156,7 +156,7 @@ type Relay struct {
 	stats        RelayStats
 	prompt       chan struct{} // a new holder's first frame waits: hand it over at once (Urgent)
 
-	// Step's output, valid until the next Step.
+	// Step's (or Urgent's) output, valid until the next call of either.
 	msgs   []codec.Message
 	frames []island.Frame
 	out    []*island.Frame
@@ -190,7 +190,8 @@ func (r *Relay) Prompt() <-chan struct{} { return r.prompt }
 // Urgent hands over, between two Steps, the islands whose new holder's
 // first frame is here (transport.Prompter): what the next Step would hand
 // over, without its broadcast or its count. The control forwarded since
-// the last Step goes with it.
+// the last Step goes with it. Both results stay valid until the next Step
+// or Urgent.
 func (r *Relay) Urgent() ([]codec.Message, []*island.Frame) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -307,9 +308,10 @@ func (u *Upstream) Control(raw []byte) {
 const maxMembers = 1 << 20
 
 // pass forwards one message about island id from holder, which holds its
-// forwarded lease; mu held. first is the authority time of the first state
-// of id under that lease — its Spawn's or first frame's — when the relay
-// has it (0: not yet).
+// forwarded lease; mu held. first bounds when id may show the bodies m
+// lists under that lease: the authority time of its first state (Spawn or
+// first frame) when m waited here with the lease, else of its newest frame
+// here; 0 when there is none yet.
 //
 // A manifest that lists a member of an island another holder still has
 // here — one its new holder did not restate, say the half of a bridge that
@@ -568,7 +570,7 @@ func frameOf(f *validator.Validated, sender island.SenderID, members []island.Me
 // under a new lease goes at the first Step after it arrived. An island whose shard
 // another member holds now, and that its new holder did not restate
 // within ForgetAfter Steps, is forgotten. Both results stay valid until
-// the next Step.
+// the next Step or Urgent.
 func (r *Relay) Step() ([]codec.Message, []*island.Frame) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -233,9 +233,9 @@ func (s *Island) Continue(key island.Key, t island.Time, state func(i int) islan
 // spread across a joint. The gap is worked out once per pair, from a
 // continuation that is kept (up to 64 steps and 16 384 states) and read by
 // later calls for the same pair at no further step; a longer one is
-// simulated again, and later calls cost what Continue does. It reports false when out
-// does not match the island or the pair is more than maxSteps (zero:
-// DefaultMaxSteps) steps apart.
+// simulated again, and later calls cost what Continue does. It reports
+// false when out does not match the island or the pair is more than
+// maxSteps (zero: DefaultMaxSteps) steps apart.
 func (s *Island) Bridge(a island.Key, ta island.Time, stateA func(i int) island.State,
 	b island.Key, tb island.Time, stateB func(i int) island.State, dt int64, maxSteps int, out []island.State) bool {
 	span := int64(tb - ta)
