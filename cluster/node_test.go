@@ -297,9 +297,9 @@ func TestClusterOverQUIC(t *testing.T) {
 	startNode(t, p, "c", Authority, scs)
 	await(t, "b and c share", holders("b", "c"))
 	await(t, "the observer follows the rebalance", current)
-	// The drain is measured from a steady state: a holder's first frame
-	// of an island it just gained may be followed by a pause of a few
-	// hundred milliseconds, which is not the drain's.
+	// The drain is measured from a steady state: right after the
+	// rebalance the islands c just gained may still be catching up, and
+	// a pause then is not the drain's.
 	await(t, "frames flow again for every island", flowing(obs))
 
 	// Drain: b stops with a goodbye; c takes everything at once.

@@ -221,7 +221,6 @@ type oneShard struct {
 	a       *scenario.Authority
 	relay   *Relay
 	obs, up *link
-	upB     *link // a second authority's uplink, when a test has one
 	scs     []scenario.Scenario
 	now     int64
 }
@@ -325,27 +324,31 @@ func TestRelayForgetsOverlappedInHandOff(t *testing.T) {
 			}
 		}
 	}
-	step := func(srcs ...*scenario.Authority) {
+	var b *scenario.Authority // and its uplink, once it holds the shard
+	var upB *link
+	step := func() {
 		r.tick(func(now int64) {
-			for i, src := range srcs {
-				msgs, frames := src.Step()
-				[]*link{r.up, r.upB}[i].carry(now, msgs, frames)
+			msgs, frames := r.a.Step()
+			r.up.carry(now, msgs, frames)
+			if b != nil {
+				msgs, frames = b.Step()
+				upB.carry(now, msgs, frames)
 			}
 		})
 	}
 	for range 3 * scenario.StepHz { // the bridge breaks at 2 s
-		step(r.a)
+		step()
 	}
 	if n := len(r.obs.rx.Islands()); n != 2 {
 		t.Fatalf("the observer knows %d islands after the break, want its 2 halves", n)
 	}
 	fn.handing[0] = Holding{Holder: "a", Epoch: 100}
 	fn.fence[0] = Holding{Holder: "b", Epoch: 200}
-	b, _ := scenario.NewShardAuthority(r.scs, 20, r.a.Time()-3*1_000_000/scenario.StepHz)
+	b, _ = scenario.NewShardAuthority(r.scs, 20, r.a.Time()-3*1_000_000/scenario.StepHz)
 	_ = b.Gain(0, 200, nil)
-	r.upB = newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
+	upB = newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
 	for range scenario.StepHz {
-		step(r.a, b)
+		step()
 	}
 	if st := r.relay.Stats(); st.Forgotten != 1 {
 		t.Fatalf("relay forgot %d islands, want the broken-off half", st.Forgotten)
