@@ -1,9 +1,10 @@
 package codec
 
 import (
-	"github.com/islandsync/islandsync/quant"
-
+	"fmt"
 	"testing"
+
+	"github.com/islandsync/islandsync/quant"
 )
 
 func BenchmarkEncodeChain150(b *testing.B) {
@@ -55,4 +56,31 @@ func BenchmarkAppendQuantRecords(b *testing.B) {
 		raw = AppendQuantRecords(raw[:0], f.Members)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*160), "ns/member")
+}
+
+// BenchmarkFrameSum: the sums a receiver checks for one datagram of 300
+// whole frames (a Fiedler-scene datagram carries about that many one-body
+// islands): each frame's sum, then the datagram's over them; per frame.
+// members=40 is a frame of a 40-body island, streamed.
+func BenchmarkFrameSum(b *testing.B) {
+	for _, n := range []int{1, 40} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			f := testFrame3(40, n, 2, quant.Rigid, 1.3)
+			const frames = 300
+			var sum DatagramSum
+			var out uint32
+			b.ReportAllocs()
+			for b.Loop() {
+				sum.Reset()
+				for k := range frames {
+					key := f.Key
+					key.Island += uint32(k)
+					sum.Add(FrameSum(f.Sender, key, 1234, f.Segment, f.Flags, f.Class, f.Members))
+				}
+				out += sum.Sum32()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*frames), "ns/frame")
+			_ = out
+		})
+	}
 }

@@ -3,7 +3,6 @@ package codec
 import (
 	"encoding/binary"
 	"math/bits"
-	"slices"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -115,22 +114,24 @@ func datagramCheck(dg []byte) uint32 {
 // sender's, or from other bytes, finds out before it commits anything; a
 // frame cut into fragments carries its sum as its digest.
 func FrameSum(sender island.SenderID, key island.Key, t island.Time, segment uint32, flags island.Flags, class quant.Class, members []baseline.Entry) uint64 {
-	// Small frames (most islands) are hashed from one buffer on the stack;
-	// larger ones stream member by member. Both hash the same bytes.
-	const inline = 8
-	var buf [sumHeadSize + inline*MemberSize]byte
-	o := appendSumHead(buf[:0], sender, key, t, segment, flags, class, len(members))
-	if len(members) <= inline {
-		for i := range members {
-			o = appendMemberSum(o, &members[i])
-		}
-		return xxhash.Sum64(o)
+	// A one-body frame (most islands) is hashed from one buffer on the
+	// stack, written at fixed offsets; larger ones stream member by member.
+	// Both hash the same bytes.
+	if len(members) == 1 {
+		var buf [sumHeadSize + MemberSize]byte
+		putSumHead((*[sumHeadSize]byte)(buf[:]), sender, key, t, segment, flags, class, 1)
+		putMemberSum((*[MemberSize]byte)(buf[sumHeadSize:]), &members[0])
+		return xxhash.Sum64(buf[:])
 	}
+	var buf [sumHeadSize]byte
+	putSumHead(&buf, sender, key, t, segment, flags, class, len(members))
 	var d xxhash.Digest
 	d.Reset()
-	_, _ = d.Write(o)
+	_, _ = d.Write(buf[:])
+	var m [MemberSize]byte
 	for i := range members {
-		_, _ = d.Write(appendMemberSum(buf[:0], &members[i]))
+		putMemberSum(&m, &members[i])
+		_, _ = d.Write(m[:])
 	}
 	return d.Sum64()
 }
@@ -138,16 +139,19 @@ func FrameSum(sender island.SenderID, key island.Key, t island.Time, segment uin
 // sumHeadSize is the frame-level part of a frame sum, in bytes.
 const sumHeadSize = 42
 
-// appendSumHead appends the frame-level fields a frame sum hashes before
-// the members.
-func appendSumHead(o []byte, sender island.SenderID, key island.Key, t island.Time, segment uint32, flags island.Flags, class quant.Class, n int) []byte {
-	for _, v := range [...]uint32{key.Island, uint32(sender), key.Epoch, key.Topology, key.Config, key.Seq} {
-		o = binary.LittleEndian.AppendUint32(o, v)
-	}
-	o = binary.LittleEndian.AppendUint64(o, uint64(t))
-	o = binary.LittleEndian.AppendUint32(o, segment)
-	o = append(o, byte(flags), byte(class))
-	return binary.LittleEndian.AppendUint32(o, uint32(n))
+// putSumHead writes the frame-level fields a frame sum hashes before the
+// members.
+func putSumHead(w *[sumHeadSize]byte, sender island.SenderID, key island.Key, t island.Time, segment uint32, flags island.Flags, class quant.Class, n int) {
+	binary.LittleEndian.PutUint32(w[0:], key.Island)
+	binary.LittleEndian.PutUint32(w[4:], uint32(sender))
+	binary.LittleEndian.PutUint32(w[8:], key.Epoch)
+	binary.LittleEndian.PutUint32(w[12:], key.Topology)
+	binary.LittleEndian.PutUint32(w[16:], key.Config)
+	binary.LittleEndian.PutUint32(w[20:], key.Seq)
+	binary.LittleEndian.PutUint64(w[24:], uint64(t))
+	binary.LittleEndian.PutUint32(w[32:], segment)
+	w[36], w[37] = byte(flags), byte(class)
+	binary.LittleEndian.PutUint32(w[38:], uint32(n))
 }
 
 // QuantSum is FrameSum over a frame held as quantized records: h's
@@ -157,9 +161,10 @@ func appendSumHead(o []byte, sender island.SenderID, key island.Key, t island.Ti
 // allocate.
 func QuantSum(h *FragmentHeader, members QuantRecords) uint64 {
 	var head [sumHeadSize]byte
+	putSumHead(&head, h.Sender, h.Key, h.Time, h.Segment, h.Flags, h.Class, int(h.TotalMembers))
 	var d xxhash.Digest
 	d.Reset()
-	_, _ = d.Write(appendSumHead(head[:0], h.Sender, h.Key, h.Time, h.Segment, h.Flags, h.Class, int(h.TotalMembers)))
+	_, _ = d.Write(head[:])
 	_, _ = d.Write(members)
 	return d.Sum64()
 }
@@ -167,43 +172,23 @@ func QuantSum(h *FragmentHeader, members QuantRecords) uint64 {
 // DatagramSum accumulates a datagram's sum (the header's sum field): the
 // frame sums of its whole frames, in record order. Both ends use it — the
 // encoder writing the field, a receiver checking what it restored. The
-// zero value is ready; Reset starts over.
+// zero value is ready; Reset starts over. The sums are gathered and hashed
+// at once by Sum32; the storage is kept from one datagram to the next.
 type DatagramSum struct {
-	d    xxhash.Digest
-	used bool
+	b []byte // the frame sums added, 8 bytes each
 }
 
 // Reset starts a new datagram's sum.
-func (s *DatagramSum) Reset() { s.used = false }
+func (s *DatagramSum) Reset() { s.b = s.b[:0] }
 
 // Add adds one whole frame's sum (FrameSum).
 func (s *DatagramSum) Add(frameSum uint64) {
-	if !s.used {
-		s.d.Reset()
-		s.used = true
-	}
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], frameSum)
-	_, _ = s.d.Write(b[:])
+	s.b = binary.LittleEndian.AppendUint64(s.b, frameSum)
 }
 
 // Sum32 returns the sum field: the low 32 bits of xxhash64 over the frame
 // sums added, each 8 bytes little-endian (over nothing when none was).
-func (s *DatagramSum) Sum32() uint32 {
-	if !s.used {
-		s.d.Reset()
-	}
-	return uint32(s.d.Sum64())
-}
-
-// appendMemberSum appends what a frame sum hashes of one member: its
-// QuantRecords form.
-func appendMemberSum(o []byte, m *baseline.Entry) []byte {
-	n := len(o)
-	o = slices.Grow(o, MemberSize)[:n+MemberSize]
-	putMemberSum((*[MemberSize]byte)(o[n:]), m)
-	return o
-}
+func (s *DatagramSum) Sum32() uint32 { return uint32(xxhash.Sum64(s.b)) }
 
 // putMemberSum writes m's QuantRecords form to w.
 func putMemberSum(w *[MemberSize]byte, m *baseline.Entry) {

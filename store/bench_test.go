@@ -59,3 +59,36 @@ func BenchmarkValidateCommitEvaluate1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/member")
 }
+
+// BenchmarkCommitInOrder: validate + commit of a one-body island whose
+// history is full, its frames in order — a receiver's work per island of a
+// broadcast — per frame.
+func BenchmarkCommitInOrder(b *testing.B) {
+	w := newWorld(b, 1, Config{})
+	const n = 64
+	frames := make([]*assembler.Frame, n)
+	for k := range frames {
+		frames[k] = wire(w.frame(island.Time(k*50_000), 0, func(int) island.State { return island.State{X: float64(k)} }))
+	}
+	k := 0
+	step := func() {
+		f := frames[k%n]
+		f.Time = island.Time(k * 50_000)
+		f.Key.Seq = uint32(k + 1)
+		k++
+		_, vf := w.v.Validate(f)
+		if vf == nil {
+			b.Fatal("validate failed")
+		}
+		if r := w.s.Commit(int64(k), vf); r != Committed {
+			b.Fatalf("commit: %v", r)
+		}
+	}
+	for range 2 * n {
+		step()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		step()
+	}
+}
