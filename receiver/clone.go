@@ -55,7 +55,7 @@ func (r *Receiver) Clone() *Receiver {
 	c.keyReq = append([]uint32(nil), r.keyReq...)
 	c.lot = r.lot.clone()
 	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil
-	c.whole, c.wents = nil, nil
+	c.whole, c.wents, c.wsum = nil, nil, codec.DatagramSum{}
 	return &c
 }
 

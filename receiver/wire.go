@@ -8,7 +8,6 @@ import (
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
-	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/store"
 	"github.com/islandsync/islandsync/validator"
 )
@@ -157,13 +156,11 @@ func (r *Receiver) quantDatagram(now int64, b []byte) bool {
 	for i := range r.whole {
 		w := &r.whole[i]
 		ents := r.wents[w.off : w.off+w.n]
-		hdr := codec.FragmentHeader{Sender: w.info.Sender, Key: w.info.Key, Time: w.info.Time, Segment: w.info.Segment,
-			Flags: w.flags, TotalMembers: uint32(w.n), Count: 1, MemberCount: uint16(w.n)}
-		reason := r.commitRestored(now, &hdr, ents, w.info.Class.Precision())
+		reason := r.commitRestored(now, &w.info, w.flags, ents)
 		if waitsForControl(reason) {
 			r.waitCtl = true
 		}
-		r.baselineOrRefuse(reason == validator.OK, w.s, w.info, ents)
+		r.baselineOrRefuse(reason == validator.OK, w.s, &w.info, ents)
 	}
 	if r.dgRefused {
 		return false
@@ -377,7 +374,7 @@ func (r *Receiver) takeRestored(now int64, s *islandBases, rec *codec.Record, in
 // baselineOrRefuse keeps a frame that passed validation as a baseline of
 // its island, and asks for a keyframe of one that did not: either way, the
 // confirmation of its datagram tells the authority the truth.
-func (r *Receiver) baselineOrRefuse(validated bool, s *islandBases, info baseline.FrameInfo, ents []baseline.Entry) {
+func (r *Receiver) baselineOrRefuse(validated bool, s *islandBases, info *baseline.FrameInfo, ents []baseline.Entry) {
 	if validated && s != nil {
 		r.keepBaseline(s, info, ents)
 		return
@@ -410,29 +407,29 @@ func (r *Receiver) pushFragment(now int64, s *islandBases, rec *codec.Record, in
 	reason, vf := r.val.Validate(f)
 	ok := r.commit(now, reason, vf)
 	r.ents = f.Entries(r.ents[:0])
-	r.baselineOrRefuse(ok, s, info, r.ents)
+	r.baselineOrRefuse(ok, s, &info, r.ents)
 }
 
 // commitRestored validates and commits a whole frame of restored members,
-// with the frame-level fields of h, and returns the validator's reason
+// described by info and flags, and returns the validator's reason
 // (commitStates).
-func (r *Receiver) commitRestored(now int64, h *codec.FragmentHeader, ents []baseline.Entry, p quant.Precision) validator.Reason {
-	sc := p.Scales()
+func (r *Receiver) commitRestored(now int64, info *baseline.FrameInfo, flags island.Flags, ents []baseline.Entry) validator.Reason {
+	sc := info.Class.Precision().Scales()
 	r.ids, r.states = r.ids[:0], r.states[:0]
 	for i := range ents {
 		r.ids = append(r.ids, ents[i].ID)
 		r.states = append(r.states, sc.State(ents[i].Q))
 	}
-	return r.commitStates(now, h, r.ids, r.states)
+	return r.commitStates(now, validator.Header{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
+		Flags: flags}, r.ids, r.states)
 }
 
 // commitStates validates and commits a whole frame of members, with the
 // frame-level fields of h, and returns the validator's reason (OK: it
 // passed validation; the store may still have refused it for its history —
 // a duplicate, a late frame — and it is a valid baseline all the same).
-func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island.MemberID, states []island.State) validator.Reason {
-	reason, vf := r.val.ValidateStates(validator.Header{Sender: h.Sender, Key: h.Key, Time: h.Time, Segment: h.Segment,
-		Flags: h.Flags}, ids, states)
+func (r *Receiver) commitStates(now int64, h validator.Header, ids []island.MemberID, states []island.State) validator.Reason {
+	reason, vf := r.val.ValidateStates(h, ids, states)
 	r.commit(now, reason, vf)
 	return reason
 }
@@ -442,9 +439,9 @@ func (r *Receiver) commitStates(now int64, h *codec.FragmentHeader, ids []island
 // island, and lets go of those the window no longer keeps. The members are
 // copied into a table the island recycled, whose storage fits them once
 // warm: steady state allocates nothing.
-func (r *Receiver) keepBaseline(s *islandBases, info baseline.FrameInfo, ents []baseline.Entry) {
+func (r *Receiver) keepBaseline(s *islandBases, info *baseline.FrameInfo, ents []baseline.Entry) {
 	t := s.kept.NewTable()
-	t.ID, t.Frame = info.Key.Seq, info
+	t.ID, t.Frame = info.Key.Seq, *info
 	t.Entries = append(t.Entries[:0], ents...)
 	if s.kept.Keep(t, r.newestSeq) {
 		r.stats.Wire.Stored++
