@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/receiver"
 	"github.com/islandsync/islandsync/scenario"
 	"github.com/islandsync/islandsync/transport"
@@ -104,6 +105,16 @@ func TestClusterSoak(t *testing.T) {
 		slices.Sort(quiet)
 		t.Logf("%s: %d island hand-offs over %d watchers, back after p50 %v, max %v; silent p50 %v, max %v",
 			what, len(back), len(obs), back[len(back)/2], back[len(back)-1], quiet[len(quiet)/2], quiet[len(quiet)-1])
+		// Of the silence, what the authorities' sampling makes — the
+		// authority time between the old epoch's last frame and the new
+		// one's first — the rest being delivery on a shared machine.
+		var auth []island.Time
+		for _, o := range obs {
+			auth = append(auth, authorityGaps(o, moved, len(scs), since)...)
+		}
+		slices.Sort(auth)
+		t.Logf("%s: authority time between the old epoch's last frame and the new one's first: p50 %.1f ms, max %.1f ms",
+			what, float64(auth[len(auth)/2])/1000, float64(auth[len(auth)-1])/1000)
 	}
 
 	// moveAll stops n — a drain (cause nil) or a crash (ErrAbandon) — and
