@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -97,5 +98,26 @@ func BenchmarkFrontFanOut(b *testing.B) {
 			b.ReportMetric(per/float64(n), "front-ns/observer-broadcast")
 			b.ReportMetric(float64(relay.Stats().Frames)/float64(max(relay.steps, 1))*float64(relay.every), "frames/broadcast")
 		})
+	}
+}
+
+// BenchmarkDrain: one of two authorities sharing 32 shards leaves
+// (Member.Leave) and Serve hands its half on to the other through the
+// package's embedded etcd; timed from the Leave until the other holds
+// every shard, in the table and by its Gain hooks. ns per drain.
+func BenchmarkDrain(b *testing.B) {
+	shards := span(32)
+	for b.Loop() {
+		b.StopTimer()
+		p, cli := world(b)
+		tb := watchTable(b, cli, p)
+		x := serve(b, join(b, client(b), p, "a", 10*time.Second), watchTable(b, cli, p), shards)
+		y := serve(b, join(b, client(b), p, "b", 10*time.Second), watchTable(b, cli, p), shards)
+		until(b, tb, "a and b share", func() bool { return settled(tb, shards, x, y) })
+		b.StartTimer()
+		if err := x.m.Leave(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		until(b, tb, "b holds everything", func() bool { return settled(tb, shards, y) })
 	}
 }

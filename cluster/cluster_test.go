@@ -39,12 +39,12 @@ func TestMain(m *testing.M) {
 var prefixes atomic.Int64
 
 // world returns a fresh prefix and a client closed with the test.
-func world(t *testing.T) (string, *clientv3.Client) {
+func world(t testing.TB) (string, *clientv3.Client) {
 	t.Helper()
 	return fmt.Sprintf("/test/%s/%d/", t.Name(), prefixes.Add(1)), client(t)
 }
 
-func client(t *testing.T) *clientv3.Client {
+func client(t testing.TB) *clientv3.Client {
 	t.Helper()
 	c, err := Dial(etcd.Endpoints())
 	if err != nil {
@@ -54,7 +54,7 @@ func client(t *testing.T) *clientv3.Client {
 	return c
 }
 
-func join(t *testing.T, cli *clientv3.Client, prefix, name string, ttl time.Duration) *Member {
+func join(t testing.TB, cli *clientv3.Client, prefix, name string, ttl time.Duration) *Member {
 	t.Helper()
 	m, err := Join(context.Background(), cli, Config{Prefix: prefix, Name: name, Role: Authority, TTL: ttl})
 	if err != nil {
@@ -64,7 +64,7 @@ func join(t *testing.T, cli *clientv3.Client, prefix, name string, ttl time.Dura
 	return m
 }
 
-func watchTable(t *testing.T, cli *clientv3.Client, prefix string) *Table {
+func watchTable(t testing.TB, cli *clientv3.Client, prefix string) *Table {
 	t.Helper()
 	tb, err := WatchTable(context.Background(), cli, prefix)
 	if err != nil {
@@ -76,7 +76,7 @@ func watchTable(t *testing.T, cli *clientv3.Client, prefix string) *Table {
 
 // until waits for cond, looking again at every change of the table and
 // every few milliseconds (the holders' hooks run after the table changes).
-func until(t *testing.T, tb *Table, what string, cond func() bool) {
+func until(t testing.TB, tb *Table, what string, cond func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only a hung test's bound
 	defer cancel()
@@ -264,7 +264,7 @@ type holder struct {
 	cancel context.CancelFunc
 }
 
-func serve(t *testing.T, m *Member, tb *Table, shards []uint32) *holder {
+func serve(t testing.TB, m *Member, tb *Table, shards []uint32) *holder {
 	h := &holder{m: m, held: map[uint32]uint32{}, gained: map[uint32]time.Time{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
