@@ -136,7 +136,6 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 				lose(s, ep)
 				delete(held, s)
 			case mine && (left || Owner(s, auths) != m.cfg.Name):
-				delete(held, s)
 				calls = append(calls, shardCall{shard: s, epoch: ep, release: true})
 			case !mine && !left && !taken && Owner(s, auths) == m.cfg.Name:
 				calls = append(calls, shardCall{shard: s})
@@ -154,9 +153,11 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 		// trip of etcd's rather than one per shard; their answers are then
 		// taken in shard order.
 		m.shardCalls(ctx, calls)
+		cancelled := false
 		for _, c := range calls {
 			s := c.shard
 			if c.release {
+				delete(held, s)
 				if c.err != nil || !c.ok || Owner(s, others) == "" {
 					// Not released (etcd lets it go with the lease if the
 					// release did not reach it), or nobody to hand it to.
@@ -177,10 +178,13 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 			case errors.As(c.err, &he):
 				// Someone was quicker; the table will show it.
 			case ctx.Err() != nil:
-				return ctx.Err()
+				cancelled = true // once every release of the pass is answered
 			default:
 				retry = true // etcd did not answer: try again shortly
 			}
+		}
+		if cancelled {
+			return ctx.Err()
 		}
 		if seen && left && len(held) == 0 && len(handing) == 0 {
 			return ErrDrained
