@@ -102,7 +102,7 @@ func BenchmarkFrontFanOut(b *testing.B) {
 }
 
 // BenchmarkDrain: one of two authorities sharing 32 shards leaves
-// (Member.Leave) and Serve hands its half on to the other through the
+// (Member.Leave) and Serve hands its share on to the other through the
 // package's embedded etcd; timed from the Leave until the other holds
 // every shard, in the table and by its Gain hooks. ns per drain.
 func BenchmarkDrain(b *testing.B) {

@@ -217,8 +217,8 @@ type shardCall struct {
 	err          error
 }
 
-// shardCalls makes the releases and claims calls lists at once, each on
-// its own goroutine, and returns when every one has its answer.
+// shardCalls makes every release and claim of calls at once, each on its
+// own goroutine, and returns when every one has its answer.
 func (m *Member) shardCalls(ctx context.Context, calls []shardCall) {
 	do := func(c *shardCall) {
 		if c.release {
