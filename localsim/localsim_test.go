@@ -3,6 +3,7 @@ package localsim_test
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/islandsync/islandsync/codec"
@@ -374,6 +375,59 @@ func BenchmarkContinue(b *testing.B) {
 				w.Step()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(bodies), "ns/body")
+		})
+	}
+}
+
+// BenchmarkIslandMemory: the heap one island's local simulation holds,
+// built from its Physics and then continued 10 steps, for a 6-body
+// ragdoll, the 40-body bridge and the 240-link chain: 32 simulations per
+// iteration, the live heap measured after collections, reported in bytes
+// per island ("heap-B/island", and "built-B/island" before the first
+// step). cp gives every space that has stepped a contact-buffer ring and
+// tree-node pools of a fixed size, so a small island costs about what a
+// large one does.
+func BenchmarkIslandMemory(b *testing.B) {
+	live := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for _, name := range []string{"ragdolls", "bridge", "chain"} {
+		p, f, _ := follow(b, name, 60, 0)
+		state := func(i int) island.State { return f.Members[i].State }
+		out := make([]island.State, len(f.Members))
+		b.Run("scene="+name, func(b *testing.B) {
+			const n = 32
+			var built, stepped float64
+			for b.Loop() {
+				b.StopTimer()
+				h0 := live()
+				sims := make([]*localsim.Island, n)
+				b.StartTimer()
+				for i := range sims {
+					var err error
+					if sims[i], err = localsim.New(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				h1 := live()
+				b.StartTimer()
+				for _, sim := range sims {
+					sim.Continue(f.Key, f.Time, state, 10*1_000_000/scenario.StepHz, 0, out)
+				}
+				b.StopTimer()
+				h2 := live()
+				runtime.KeepAlive(sims)
+				built += float64(int64(h1-h0)) / n
+				stepped += float64(int64(h2-h0)) / n
+				b.StartTimer()
+			}
+			b.ReportMetric(built/float64(b.N), "built-B/island")
+			b.ReportMetric(stepped/float64(b.N), "heap-B/island")
 		})
 	}
 }

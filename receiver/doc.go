@@ -99,7 +99,9 @@
 //     topology and config, members move along their own velocities. A
 //     PhysicsRef stands for a Physics whose description the connection
 //     sent before (codec.PhysicsCache); OnControl is handed that Physics.
-//     Config.MaxSimBodies caps the simulations' bodies;
+//     Config.MaxSimBodies caps the simulations' bodies (each simulation
+//     that has stepped also holds about half a megabyte of cp's buffers,
+//     whatever its bodies: localsim's doc);
 //     Config.StraightExtrapolation turns it all off. The same Physics
 //     gives the island's joint-prediction links (codec.NewLinks, kept
 //     for its two latest topology and config pairs whatever the local
