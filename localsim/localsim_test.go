@@ -383,8 +383,9 @@ func BenchmarkContinue(b *testing.B) {
 // built from its Physics and then continued 10 steps, for a 6-body
 // ragdoll, the 40-body bridge and the 240-link chain: 32 simulations per
 // iteration, the live heap measured after collections, reported in bytes
-// per island ("heap-B/island", and "built-B/island" before the first
-// step). cp gives every space that has stepped a contact-buffer ring and
+// per island ("heap-B/island"; "built-B/island" after New, which keeps
+// only the description — the cp space is built by the first
+// continuation). cp gives every space that has stepped a contact-buffer ring and
 // tree-node pools of a fixed size, so a small island costs about what a
 // large one does.
 func BenchmarkIslandMemory(b *testing.B) {
