@@ -147,6 +147,9 @@ func (c *Clock) Observe(now int64, epoch uint32, t island.Time) {
 		return
 	}
 	ts := int64(t)
+	if n := len(c.samples); n > 0 && c.samples[n-1] == ts {
+		return // the newest time again: every island of a broadcast shares it
+	}
 	i, found := slices.BinarySearch(c.samples, ts)
 	if found {
 		return
