@@ -3,6 +3,7 @@ package store
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/islandsync/islandsync/island"
@@ -254,5 +255,74 @@ func TestHistoryBounds(t *testing.T) {
 	v := w.s.Evaluate(7, 350, 0, 0)
 	if v.Mode != Interpolate || v.Left.Seq == 0 {
 		t.Fatal(v.Mode)
+	}
+}
+
+// TestHistoryModel: through seeded streams of frames — mostly in order,
+// some late, some repeated, many more than the history holds, so that its
+// storage slides and wraps many times — an island's history is always the
+// newest History distinct times committed, ascending, each frame its own,
+// and each commit's result is what that rule says. A copy made midway and
+// given the same frames from then on keeps the same history, in storage
+// of its own.
+func TestHistoryModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	for iter := range 50 {
+		hist := 2 + r.IntN(7)
+		w := newWorld(t, 1+r.IntN(3), Config{History: hist})
+		var model []island.Time // ascending, at most hist
+		var copied *Store
+		tm := island.Time(1_000_000)
+		for k := range 40 * hist {
+			if k == 20*hist {
+				copied = w.s.Clone(w.v, nil)
+			}
+			tm += island.Time(1 + r.IntN(50))
+			at := tm
+			switch r.IntN(8) {
+			case 0: // late, maybe too late
+				at -= island.Time(r.IntN(60 * hist))
+			case 1: // a repeat
+				if len(model) > 0 {
+					at = model[r.IntN(len(model))]
+				}
+			}
+			want := Committed
+			i, dup := slices.BinarySearch(model, at)
+			switch {
+			case dup:
+				want = CommitDuplicate
+			case len(model) == hist && i == 0:
+				want = CommitTooOld
+			default:
+				model = slices.Insert(model, i, at)
+				if len(model) > hist {
+					model = model[1:]
+				}
+			}
+			_, vf := w.v.Validate(wire(w.frame(at, 0, func(int) island.State { return island.State{X: float64(at)} })))
+			stores := []*Store{w.s}
+			if copied != nil {
+				stores = append(stores, copied)
+			}
+			for c, s := range stores {
+				if got := s.Commit(0, vf); got != want {
+					t.Fatalf("iter %d commit %d (t=%d) store %d: %v, want %v", iter, k, at, c, got, want)
+				}
+			}
+			seen := map[*validator.Validated]bool{}
+			for c, s := range stores {
+				h := s.islands.Get(7)
+				if len(h.frames) != len(model) {
+					t.Fatalf("iter %d commit %d store %d: %d frames held, want %d", iter, k, c, len(h.frames), len(model))
+				}
+				for j, f := range h.frames {
+					if f.Time() != model[j] || f.State(0).X != float64(model[j]) || seen[f] {
+						t.Fatalf("iter %d commit %d store %d: frame %d at %d (x %v), want %d", iter, k, c, j, f.Time(), f.State(0).X, model[j])
+					}
+					seen[f] = true
+				}
+			}
+		}
 	}
 }
