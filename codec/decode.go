@@ -582,15 +582,16 @@ func (r *Record) expandJoint(dst []baseline.Entry, base *baseline.Table, links *
 	return dst
 }
 
-// Predict appends to dst, reused, the members of base carried to time t by
-// the baseline's motion: what a run record restores for an island.
+// Predict appends to dst the members of base carried to time t by the
+// baseline's motion: what a run record restores for an island. (Pass
+// dst[:0] to reuse its storage for them alone.)
 func Predict(dst []baseline.Entry, base *baseline.Table, t island.Time) []baseline.Entry {
 	ps, as := shifts(base.Frame.Class.Precision())
 	dt := int64(t - base.Frame.Time)
-	n := len(base.Entries)
-	dst = slices.Grow(dst[:0], n)[:n]
+	off, n := len(dst), len(base.Entries)
+	dst = slices.Grow(dst, n)[:off+n]
 	for i := range base.Entries {
-		b, e := &base.Entries[i], &dst[i]
+		b, e := &base.Entries[i], &dst[off+i]
 		*e = *b
 		e.Time = t
 		if b.Q.VX|b.Q.VY|b.Q.AngVel != 0 { // a body at rest stays exactly as it is

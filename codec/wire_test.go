@@ -331,10 +331,12 @@ func TestWirePredictTable(t *testing.T) {
 				Record: baseline.Record{Q: q, Time: 999_000, Segment: uint32(i % 3)}})
 		}
 		for _, at := range []island.Time{1_000_000, 1_050_000, 1_016_667, 999_000} {
-			got := Predict(nil, base, at)
-			if len(got) != len(base.Entries) {
-				t.Fatalf("%d members", len(got))
+			prefix := baseline.Entry{ID: island.MemberID{Stable: 999}}
+			got := Predict([]baseline.Entry{prefix}, base, at) // appends
+			if len(got) != 1+len(base.Entries) || got[0] != prefix {
+				t.Fatalf("%d members after a prefix of 1, the first %+v", len(got), got[0])
 			}
+			got = got[1:]
 			for i, b := range base.Entries {
 				want := baseline.Entry{ID: b.ID, Record: baseline.Record{Q: predict(b.Q, int64(at-base.Frame.Time), class.Precision()),
 					Time: at, Segment: b.Segment}}
@@ -849,7 +851,7 @@ func TestWireDecodeAllocs(t *testing.T) {
 	step := func() {
 		h, recs, _ := w.dec.Decode(dg)
 		dst, _ = recs[0].ExpandDelta(dst, base, nil, h.Time)
-		dst = Predict(dst, base, h.Time)
+		dst = Predict(dst[:0], base, h.Time)
 	}
 	step()
 	if a := testing.AllocsPerRun(100, step); a != 0 {

@@ -209,6 +209,13 @@ type wholeFrame struct {
 func (r *Receiver) stageWhole(s *islandBases, info baseline.FrameInfo, flags island.Flags, ents []baseline.Entry) {
 	off := len(r.wents)
 	r.wents = append(r.wents, ents...)
+	r.stageAt(s, info, flags, off)
+}
+
+// stageAt is stageWhole for a frame whose members are restored in place
+// already: wents[off:].
+func (r *Receiver) stageAt(s *islandBases, info baseline.FrameInfo, flags island.Flags, off int) {
+	ents := r.wents[off:]
 	r.whole = append(r.whole, wholeFrame{s: s, info: info, flags: flags, off: off, n: len(ents)})
 	r.wsum.Add(codec.FrameSum(info.Sender, info.Key, info.Time, info.Segment, flags, info.Class, ents))
 }
@@ -321,10 +328,11 @@ func (r *Receiver) restorePredicted(now int64, h codec.Header, rec *codec.Record
 		r.wholeBad = true
 		return
 	}
-	r.ents = codec.Predict(r.ents, base, h.Time)
+	off := len(r.wents)
+	r.wents = codec.Predict(r.wents, base, h.Time) // restored where the datagram's whole frames wait
 	info := base.Frame
 	info.Key.Seq, info.Time = h.Seq, h.Time
-	r.stageWhole(s, info, 0, r.ents)
+	r.stageAt(s, info, 0, off)
 }
 
 func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record) {

@@ -154,7 +154,7 @@ func (n *naive) receiveWire(dg []byte) {
 
 func (n *naive) predicted(id uint32, h codec.Header) {
 	if base := n.last[id]; base != nil {
-		n.ents = codec.Predict(n.ents, base, h.Time)
+		n.ents = codec.Predict(n.ents[:0], base, h.Time)
 		n.apply(id, base.Frame, 0, len(base.Entries), n.ents)
 	}
 }
