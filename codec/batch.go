@@ -328,47 +328,84 @@ func (s *batchState) encodeKeyMember(e *rcEncoder, k *keyMember, jp *[4]int64) {
 // island. It fails, with the field, on a value no encoder writes.
 func (s *batchState) decodeHead(d *rcDecoder, it *batchIsland, first uint32, maxMembers int) (string, bool) {
 	m := &s.m
+	// The bits most islands have — gap, kind, class, flags, lag — are
+	// decoded with the range and code in locals (as decodeDeltaMember
+	// does), so that they stay in registers; d holds them again before
+	// any other read.
+	rng, code := d.rng, d.code
+	var b bool
 	it.island = first
 	if s.count > 0 {
 		gap := uint64(0)
-		if d.bit(&m.gapZero[s.prevGap0]) {
+		if rng, code, b = decideBit(rng, code, &m.gapZero[s.prevGap0]); rng < rcTop {
+			rng, code = d.fill(rng, code)
+		}
+		if b {
+			d.rng, d.code = rng, code
 			gap = d.mag(&m.gap)
+			rng, code = d.rng, d.code
 		}
 		if uint64(s.last)+1+gap > 1<<32-1 {
+			d.rng, d.code = rng, code
 			return "island", false
 		}
 		it.island = s.last + 1 + uint32(gap)
 	}
 	it.kind = batchPredicted
-	if d.bit(&m.coded[s.prevKind]) {
+	if rng, code, b = decideBit(rng, code, &m.coded[s.prevKind]); rng < rcTop {
+		rng, code = d.fill(rng, code)
+	}
+	if b {
 		it.kind = batchDelta
-		if d.bit(&m.key[s.prevKind]) {
+		if rng, code, b = decideBit(rng, code, &m.key[s.prevKind]); rng < rcTop {
+			rng, code = d.fill(rng, code)
+		}
+		if b {
 			it.kind = batchKey
 		}
 	}
 	var c byte
-	if d.bit(&m.class[0]) {
+	if rng, code, b = decideBit(rng, code, &m.class[0]); rng < rcTop {
+		rng, code = d.fill(rng, code)
+	}
+	if b {
 		c = 2
 	}
-	if d.bit(&m.class[1+c>>1]) {
+	if rng, code, b = decideBit(rng, code, &m.class[1+c>>1]); rng < rcTop {
+		rng, code = d.fill(rng, code)
+	}
+	if b {
 		c |= 1
 	}
 	if quant.Class(c) > quant.Loose {
+		d.rng, d.code = rng, code
 		return "class", false
 	}
 	it.class = quant.Class(c)
 	it.flags = 0
 	if it.kind != batchPredicted {
-		if d.bit(&m.flags[0]) {
+		if rng, code, b = decideBit(rng, code, &m.flags[0]); rng < rcTop {
+			rng, code = d.fill(rng, code)
+		}
+		if b {
 			it.flags |= island.FlagInitial
 		}
-		if d.bit(&m.flags[1]) {
+		if rng, code, b = decideBit(rng, code, &m.flags[1]); rng < rcTop {
+			rng, code = d.fill(rng, code)
+		}
+		if b {
 			it.flags |= island.FlagReleasing
 		}
 	}
-	if it.kind != batchKey {
+	if it.kind == batchKey {
+		d.rng, d.code = rng, code
+	} else {
 		it.lag = s.prevLag
-		if !d.bit(&m.lagSame) {
+		if rng, code, b = decideBit(rng, code, &m.lagSame); rng < rcTop {
+			rng, code = d.fill(rng, code)
+		}
+		d.rng, d.code = rng, code
+		if !b {
 			v := d.mag(&m.lag)
 			if v > 1<<31 || uint32(v) == s.prevLag {
 				return "lag", false
