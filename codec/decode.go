@@ -650,17 +650,19 @@ func (d *Decoder) batch(p *parser, last uint32, first bool) (uint32, error) {
 		if members += it.n; members > MaxBatchMembers {
 			return 0, fail(ErrLimit, at, "batch members")
 		}
-		r := Record{Class: it.class, Flags: it.flags, Island: it.island, Lag: it.lag,
-			Total: it.n, Fragments: 1, N: it.n}
-		switch it.kind {
-		case batchPredicted:
+		if it.kind == batchPredicted { // most islands: a run goes on, or starts
 			if k := len(d.recs) - 1; k >= start {
 				if q := &d.recs[k]; q.Kind == KindRun && q.Lag == it.lag && q.Class == it.class && q.Island+q.Count == it.island {
 					q.Count++
 					continue
 				}
 			}
-			r.Kind, r.Count, r.Total, r.N, r.Fragments = KindRun, 1, 0, 0, 0
+			d.recs = append(d.recs, Record{Kind: KindRun, Class: it.class, Flags: it.flags, Island: it.island, Lag: it.lag, Count: 1})
+			continue
+		}
+		r := Record{Class: it.class, Flags: it.flags, Island: it.island, Lag: it.lag,
+			Total: it.n, Fragments: 1, N: it.n}
+		switch it.kind {
 		case batchDelta:
 			r.Kind = KindDelta
 			rs := len(d.ps.res)
