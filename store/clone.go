@@ -19,7 +19,7 @@ func (s *Store) Clone(auth Authority, ext Extrapolator) *Store {
 		for i, f := range h.prev {
 			g.prev[i] = f.Clone()
 		}
-		g.spare, g.buf = nil, nil
+		g.spare = nil
 		g.shown = append(h.shown[:0:0], h.shown...)
 		g.shownBy = append(h.shownBy[:0:0], h.shownBy...)
 		g.offsets = append(h.offsets[:0:0], h.offsets...)

@@ -259,8 +259,8 @@ func TestHistoryBounds(t *testing.T) {
 }
 
 // TestHistoryModel: through seeded streams of frames — mostly in order,
-// some late, some repeated, many more than the history holds, so that its
-// storage slides and wraps many times — an island's history is always the
+// some late, some repeated, 40 times as many as the history holds — an
+// island's history is always the
 // newest History distinct times committed, ascending, each frame its own,
 // and each commit's result is what that rule says. A copy made midway and
 // given the same frames from then on keeps the same history, in storage

@@ -99,9 +99,6 @@ func (r CommitResult) String() string {
 type history struct {
 	stamp  validator.Stamp
 	frames []*validator.Validated
-	// buf is storage frames slides over once full (slideRoom × History),
-	// so that a frame committed in order moves no other.
-	buf    []*validator.Validated
 	newest island.Time // the newest frame's time, while frames holds any: commit reads no frame in order
 	spare  []*validator.Validated
 	// prev is the version frames replaced (its frames, oldest first), shown
@@ -132,10 +129,6 @@ type history struct {
 	cutAt   island.Time
 	haveCut bool
 }
-
-// slideRoom is how many times History an island's frame storage holds
-// (history.buf).
-const slideRoom = 4
 
 // Store holds, per island, a bounded history of validated frames and turns
 // it into whole-island poses at the playout time. It is not safe for
@@ -255,26 +248,8 @@ func (s *Store) commit(now int64, vf *validator.Validated) CommitResult {
 			return CommitTooOld
 		}
 		old := h.frames[0]
-		f := h.take(vf)
-		if i == n && cap(h.frames) > n {
-			// In order, with room behind: the window slides on over its
-			// storage, one frame written, none moved.
-			h.frames = append(h.frames[1:], f)
-		} else {
-			// Back to the start of the storage — for a frame in order
-			// once every (slideRoom − 1) × History, and for one out of
-			// order: the older frames, f, the newer ones. Where frames
-			// lies in buf already, each copy moves its frames down (copy
-			// allows overlap) and slot m is below every frame not yet
-			// moved.
-			if len(h.buf) < slideRoom*n {
-				h.buf = make([]*validator.Validated, slideRoom*n)
-			}
-			m := copy(h.buf, h.frames[1:i])
-			h.buf[m] = f
-			k := copy(h.buf[m+1:], h.frames[i:])
-			h.frames = h.buf[:m+1+k]
-		}
+		copy(h.frames, h.frames[1:i])
+		h.frames[i-1] = h.take(vf)
 		h.spare = append(h.spare, old)
 		return Committed
 	}
