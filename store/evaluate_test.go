@@ -260,11 +260,10 @@ func TestHistoryBounds(t *testing.T) {
 
 // TestHistoryModel: through seeded streams of frames — mostly in order,
 // some late, some repeated, 40 times as many as the history holds — an
-// island's history is always the
-// newest History distinct times committed, ascending, each frame its own,
-// and each commit's result is what that rule says. A copy made midway and
-// given the same frames from then on keeps the same history, in storage
-// of its own.
+// island's history is always the newest History distinct times committed,
+// ascending, each frame its own, and each commit's result is what that
+// rule says. A copy made midway and given the same frames from then on
+// keeps the same history, in storage of its own.
 func TestHistoryModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	for iter := range 50 {
