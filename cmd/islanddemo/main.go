@@ -11,6 +11,7 @@
 //	go run ./cmd/islanddemo -plot error.png      # joint error over time
 //	go run ./cmd/islanddemo -scenario chain,handoff -loss 0.2 -seed 7
 //	go run ./cmd/islanddemo -transport quic      # the real server and watcher over QUIC
+//	go run ./cmd/islanddemo -compare 10          # both transports, seeds 1–10, side by side
 package main
 
 import (
@@ -77,6 +78,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		plotFile  = fs.String("plot", "", "write joint error over time to this .png or .svg file")
 		wire      = fs.Int("wire", 3, "datagram format: 3 (quantized keyframes and deltas against confirmed baselines) or 1 (float frames)")
 		parity    = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams, none to an observer whose path lost nothing lately (wire 3 only), 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
+		compare   = fs.Int("compare", 0, "run every selected scenario over this many seeds (from -seed) on both transports, the simulated link and QUIC, with the same impairments, and print them side by side: commits over every run, snapshot age over every render; 0: off")
 		matrix    = fs.Bool("matrix", false, "run the impairment matrix (loss × duplication × jitter × 2 seeds, every scenario) and print one table; with -json, one object per cell")
 		budget    = fs.Int("budget", 0, "kbit/s each observer may be sent at most (wire 3); 0: no cap (over QUIC the path's own budget still holds)")
 		fixedRate = fs.Bool("fixed-rate", false, "over QUIC: send every frame whatever the path carries (no budget from the congestion window)")
@@ -124,6 +126,10 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("-datagram %d: bytes, %d … %d, or 0", *datagram, codec.MinMaxDatagram, codec.MaxMaxDatagram)}
 	case *trans != "mem" && *trans != "quic":
 		return usageError{fmt.Errorf("-transport %q: mem or quic", *trans)}
+	case *compare < 0 || *compare > 1000:
+		return usageError{fmt.Errorf("-compare %d: seeds, 0 … 1000", *compare)}
+	case *compare > 0 && (*matrix || *plotFile != "" || *trans != "mem"):
+		return usageError{errors.New("-compare runs both transports and plots nothing: drop -matrix, -plot and -transport")}
 	}
 	if ext := strings.ToLower(filepath.Ext(*plotFile)); *plotFile != "" && ext != ".png" && ext != ".svg" {
 		return usageError{fmt.Errorf("-plot %q: the file must end in .png or .svg", *plotFile)}
@@ -147,9 +153,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if *jsonOut {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(m)
+			return writeJSON(stdout, m)
 		}
 		printMatrix(stdout, m)
 		if *plotFile != "" {
@@ -160,6 +164,17 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
+	if *compare > 0 {
+		c, err := runCompare(selected, opt, *compare, stderr)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return writeJSON(stdout, c)
+		}
+		printCompare(stdout, c)
+		return nil
+	}
 	if opt.QUIC {
 		opt.Adversary = false // QUIC authenticates every packet: forged ones never reach the receiver
 	}
@@ -168,9 +183,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
@@ -185,6 +198,13 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // simulate runs the selected scenarios with opt.

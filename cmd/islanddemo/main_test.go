@@ -158,6 +158,7 @@ func TestFlags(t *testing.T) {
 		{"-delay", "-5"}, {"-jitter", "-1"}, {"-jitter", "+Inf"}, {"-burst-slot", "-1"}, {"-burst-slot", "NaN"},
 		{"-duration", "0"}, {"-duration", "-1"}, {"-duration", "NaN"},
 		{"-plot", "x.gif"}, {"-transport", "udp"}, {"-scenario", "nope"}, {"-nosuchflag"}, {"extra"},
+		{"-compare", "-1"}, {"-compare", "1001"}, {"-compare", "2", "-matrix"}, {"-compare", "2", "-transport", "quic"}, {"-compare", "2", "-plot", "x.png"},
 	}
 	for _, args := range bad {
 		var out, errs bytes.Buffer

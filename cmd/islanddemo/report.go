@@ -89,6 +89,8 @@ type scenarioReport struct {
 	CorrectionMaxM     float64           `json:"correction_max_m"`
 	HandoffLatencyMs   float64           `json:"handoff_latency_ms"`
 	Network            networkReport     `json:"network"`
+
+	ages []float64 // the snapshot age of every render not Waiting, ms (for -compare)
 }
 
 // printTable writes the human-readable report.

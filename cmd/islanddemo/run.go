@@ -208,6 +208,7 @@ func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, 
 		CorrectionMaxM:     round(rs.Store.CorrectionMax, 4),
 		HandoffLatencyMs:   round(float64(rs.Store.HandoffLatencyMax)/1000, 1),
 		Network:            netw,
+		ages:               m.ages,
 	}
 	if m.straight != nil {
 		st := pipelineReport(0, m.straightErrs, m.straight.posErrs)

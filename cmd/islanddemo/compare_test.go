@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCompareCounts: the comparison sums every run's frames and takes the
+// snapshot-age quantiles over every render of every run, not the mean of
+// each run's: one run whose few renders met a long outage does not make
+// the p95 of twenty runs.
+func TestCompareCounts(t *testing.T) {
+	var r transportRuns
+	calm := make([]float64, 28)
+	for i := range calm {
+		calm[i] = 100
+	}
+	outage := append(slices.Clone(calm[:10]), 500, 500) // its own p95: 500 ms
+	r.add(&scenarioReport{FramesSent: 100, FramesCommitted: 90, SnapshotAgeP95ms: 500, ages: outage})
+	r.add(&scenarioReport{FramesSent: 100, FramesCommitted: 100, SnapshotAgeP95ms: 100, ages: calm, Pipeline: receiverReport{HalfFramesApplied: 1}})
+	r.finish()
+	if r.FramesSent != 200 || r.FramesCommitted != 190 || r.CommittedPct != 95 || r.HalfFrames != 1 {
+		t.Fatalf("sums %+v", r)
+	}
+	// 40 renders, 2 of them 500 ms: the 38th of them in order is 100 ms.
+	if r.SnapshotAgeP95ms != 100 || r.SnapshotAgeP50ms != 100 {
+		t.Fatalf("pooled ages p50 %v p95 %v, want 100 and 100", r.SnapshotAgeP50ms, r.SnapshotAgeP95ms)
+	}
+	if r.SeedAgeP95Median != 500 { // of 100 and 500, the higher
+		t.Fatalf("median of the runs' p95s %v", r.SeedAgeP95Median)
+	}
+	if !slices.Equal(r.SeedCommittedPct, []float64{90, 100}) || !slices.Equal(r.SeedAgeP95ms, []float64{500, 100}) {
+		t.Fatalf("per seed %v %v", r.SeedCommittedPct, r.SeedAgeP95ms)
+	}
+}
+
+// TestCompare runs one short scenario over two seeds on both transports:
+// each seed ran on each, the JSON carries both sides, their difference and
+// the per-seed figures, and the table says what it compares.
+func TestCompare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real network test")
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"-compare", "2", "-seed", "5", "-scenario", "teleport", "-duration", "0.5", "-json"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	var c compareReport
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Seeds, []uint64{5, 6}) || len(c.Scenarios) != 1 || !c.Impairments.Adversary {
+		t.Fatalf("report %+v", c)
+	}
+	s := c.Scenarios[0]
+	for _, side := range []transportRuns{s.Mem, s.QUIC} {
+		if side.FramesSent == 0 || side.FramesCommitted == 0 || len(side.SeedCommittedPct) != 2 || len(side.SeedAgeP95ms) != 2 || side.HalfFrames != 0 {
+			t.Fatalf("%s: %+v", s.Name, side)
+		}
+	}
+	if s.Diff.CommittedPoints != round(s.Mem.CommittedPct-s.QUIC.CommittedPct, 1) || s.Diff.AgeP95ms != round(s.QUIC.SnapshotAgeP95ms-s.Mem.SnapshotAgeP95ms, 1) {
+		t.Fatalf("difference %+v of %+v and %+v", s.Diff, s.Mem, s.QUIC)
+	}
+	if got := strings.Count(errs.String(), "done"); got != 2 {
+		t.Fatalf("progress: %d seeds reported\n%s", got, errs.String())
+	}
+	out.Reset()
+	if code := run([]string{"-compare", "1", "-scenario", "teleport", "-duration", "0.5"}, &out, &errs); code != 0 {
+		t.Fatalf("table: exit %d", code)
+	}
+	for _, want := range []string{"the simulated link against QUIC", "teleport", "per seed", "largest commit deficit"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
