@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
-	"github.com/islandsync/islandsync/internal/quantile"
 	"github.com/islandsync/islandsync/scenario"
 )
 
@@ -45,7 +45,8 @@ type transportRuns struct {
 	FramesCommitted uint64 `json:"frames_committed"` // over every run
 	// CommittedPct is FramesCommitted of FramesSent, per cent.
 	CommittedPct float64 `json:"committed_pct"`
-	// SnapshotAge quantiles over the renders of every run, ms.
+	// SnapshotAge quantiles over the renders of every run, ms, to the
+	// millisecond below (at most 60 000).
 	SnapshotAgeP50ms float64 `json:"snapshot_age_p50_ms"`
 	SnapshotAgeP95ms float64 `json:"snapshot_age_p95_ms"`
 	// SeedAgeP95Median is the median of the runs' own snapshot-age p95s,
@@ -57,7 +58,45 @@ type transportRuns struct {
 	SeedCommittedPct []float64 `json:"seed_committed_pct"`
 	SeedAgeP95ms     []float64 `json:"seed_snapshot_age_p95_ms"`
 
-	ages []float64
+	ages ageHistogram
+}
+
+// ageHistogram counts snapshot ages in whole milliseconds, so that the
+// quantiles over every render of many long runs take bounded memory: ages
+// of maxAgeMs or more count as maxAgeMs.
+type ageHistogram struct {
+	n    uint64
+	bins []uint64 // bins[ms]: renders whose age was ms to ms+1 ms
+}
+
+// maxAgeMs is the largest age ageHistogram tells apart, ms.
+const maxAgeMs = 60_000
+
+// add counts ages, ms.
+func (h *ageHistogram) add(ages []float64) {
+	if h.bins == nil {
+		h.bins = make([]uint64, maxAgeMs+1)
+	}
+	for _, a := range ages {
+		h.bins[int(min(max(a, 0), maxAgeMs))]++
+		h.n++
+	}
+}
+
+// quantile returns the nearest-rank p-th percentile, to the millisecond
+// below; 0 when nothing was counted.
+func (h *ageHistogram) quantile(p float64) float64 {
+	if h.n == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(p / 100 * float64(h.n)))
+	var seen uint64
+	for ms, c := range h.bins {
+		if seen += c; seen >= max(rank, 1) {
+			return float64(ms)
+		}
+	}
+	return maxAgeMs
 }
 
 // compareDiffers is how far QUIC is behind the simulated link: positive
@@ -75,14 +114,14 @@ func (t *transportRuns) add(s *scenarioReport) {
 	t.HalfFrames += s.Pipeline.HalfFramesApplied
 	t.SeedCommittedPct = append(t.SeedCommittedPct, pct(s.FramesCommitted, s.FramesSent))
 	t.SeedAgeP95ms = append(t.SeedAgeP95ms, s.SnapshotAgeP95ms)
-	t.ages = append(t.ages, s.ages...)
+	t.ages.add(s.ages)
 }
 
 // finish computes the pooled figures.
 func (t *transportRuns) finish() {
 	t.CommittedPct = pct(t.FramesCommitted, t.FramesSent)
-	t.SnapshotAgeP50ms = round(quantile.Nearest(t.ages, 50), 1)
-	t.SnapshotAgeP95ms = round(quantile.Nearest(t.ages, 95), 1)
+	t.SnapshotAgeP50ms = t.ages.quantile(50)
+	t.SnapshotAgeP95ms = t.ages.quantile(95)
 	s := slices.Sorted(slices.Values(t.SeedAgeP95ms))
 	if len(s) > 0 {
 		t.SeedAgeP95Median = s[len(s)/2]

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/islandsync/islandsync/internal/quantile"
 )
 
 // TestCompareCounts: the comparison sums every run's frames and takes the
@@ -34,6 +38,36 @@ func TestCompareCounts(t *testing.T) {
 	}
 	if !slices.Equal(r.SeedCommittedPct, []float64{90, 100}) || !slices.Equal(r.SeedAgeP95ms, []float64{500, 100}) {
 		t.Fatalf("per seed %v %v", r.SeedCommittedPct, r.SeedAgeP95ms)
+	}
+}
+
+// TestAgeHistogram: the pooled quantiles are the nearest-rank ones of every
+// age counted, to the millisecond below; ages outside its range count at
+// its ends.
+func TestAgeHistogram(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var h ageHistogram
+	var all []float64
+	for range 5 {
+		v := make([]float64, 1+r.IntN(500))
+		for i := range v {
+			v[i] = r.Float64() * 900
+		}
+		h.add(v)
+		all = append(all, v...)
+	}
+	for _, p := range []float64{1, 50, 95, 99, 100} {
+		if got, want := h.quantile(p), math.Floor(quantile.Nearest(all, p)); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	var e ageHistogram
+	if e.quantile(95) != 0 {
+		t.Fatal("an empty histogram's p95 is not 0")
+	}
+	e.add([]float64{-3, 1e9})
+	if e.quantile(1) != 0 || e.quantile(100) != maxAgeMs {
+		t.Fatalf("ends: p1 %v, p100 %v", e.quantile(1), e.quantile(100))
 	}
 }
 
