@@ -95,7 +95,9 @@ type observer struct {
 	offs      map[uint32]float64             // island → its bodies' largest distance across its last hand-off from where their last frame's velocities carry them, m
 	pos       map[island.MemberID][4]float64 // x, y, vx, vy in the last frame
 	commits   int
-	backwards int // frames committed under an older epoch after a newer one
+	lastAny   time.Time     // when the newest frame of any island committed
+	gapMax    time.Duration // the longest time without any frame committed, since it was last cleared
+	backwards int           // frames committed under an older epoch after a newer one
 	halves    int
 	ticks     int
 	playing   bool // the playout clock left Waiting
@@ -154,6 +156,10 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 			defer o.mu.Unlock()
 			o.commits++
 			now := time.Now()
+			if !o.lastAny.IsZero() {
+				o.gapMax = max(o.gapMax, now.Sub(o.lastAny))
+			}
+			o.lastAny = now
 			if e, seen := o.newest[k.Island]; seen && k.Epoch > e && !o.light {
 				// How far the island's bodies jumped across the hand-off:
 				// from where they were, and from where their velocities

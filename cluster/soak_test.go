@@ -165,9 +165,14 @@ func TestClusterSoak(t *testing.T) {
 	moveAll("drain", c, nil, "d")
 
 	// 6. Front loss.
+	var movers []*observer // f1's watchers
+	var before []int       // their commits before
 	for _, o := range obs {
 		o.mu.Lock()
-		o.waiting = false
+		o.waiting, o.gapMax = false, 0
+		if o.addr == f1.srv.Addr().String() {
+			movers, before = append(movers, o), append(before, o.commits)
+		}
 		o.mu.Unlock()
 	}
 	if err := f1.stop(nil); err != nil {
@@ -181,6 +186,24 @@ func TestClusterSoak(t *testing.T) {
 		})
 	}
 	everyone("every shard through f2")
+	var moved []time.Duration
+	for i, o := range movers {
+		// Two broadcasts' frames of every island through f2: the time
+		// without frames across the move is behind.
+		await(t, fmt.Sprintf("f1's watcher %d commits through f2", i), func() bool {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			return o.commits >= before[i]+2*len(o.newest)
+		})
+		o.mu.Lock()
+		moved = append(moved, o.gapMax)
+		o.mu.Unlock()
+	}
+	if len(moved) > 0 {
+		slices.Sort(moved)
+		t.Logf("front loss: %d watchers moved from f1 to f2; the longest each went without a frame: p50 %v, max %v",
+			len(moved), moved[len(moved)/2], moved[len(moved)-1])
+	}
 
 	want := serverState(d.srv)
 	for i, o := range obs {

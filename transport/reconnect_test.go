@@ -1,7 +1,9 @@
 package transport
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,4 +53,88 @@ func TestPinMismatchEndsRun(t *testing.T) {
 	case <-time.After(guardTime(t)):
 		t.Fatal("the watcher kept dialling a server whose certificate does not match its pin")
 	}
+}
+
+// TestMoveAtOnce: a lost session that was served goes to the next server
+// at once when there is one, at most once per ReconnectMax.
+func TestMoveAtOnce(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, c := range []struct {
+		addrs   int
+		movedAt time.Time
+		want    bool
+	}{
+		{1, time.Time{}, false},               // no other server: the wait
+		{2, time.Time{}, true},                // the first move
+		{3, now.Add(-9 * time.Second), false}, // moved at once 9 s ago
+		{3, now.Add(-10 * time.Second), true},
+	} {
+		if got := moveAtOnce(c.addrs, c.movedAt, now, 10*time.Second); got != c.want {
+			t.Errorf("%d servers, last move %v: %v, want %v", c.addrs, now.Sub(c.movedAt), got, c.want)
+		}
+	}
+}
+
+// TestFallbackAtOnce: a watcher whose server stops plays on from the next
+// server of its list without the reconnect wait, here an hour.
+func TestFallbackAtOnce(t *testing.T) {
+	cert, pin, err := SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() (*Server, func() error) {
+		auth, err := scenario.NewAuthority(scenario.All[:1], 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := Listen(auth, ServerConfig{Listen: "127.0.0.1:0", TLS: ServerTLS(cert), Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(ctx) }()
+		stop := sync.OnceValue(func() error { cancel(); return <-done })
+		t.Cleanup(func() { _ = stop() })
+		return srv, stop
+	}
+	s1, stop1 := start()
+	s2, _ := start()
+	tlsc, err := ClientTLS(pin, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(WatchConfig{Addr: s1.Addr().String(), Fallback: []string{s2.Addr().String()}, TLS: tlsc,
+		Subscribe: codec.Subscribe{All: true}, Reconnect: true, ReconnectMin: time.Hour, ReconnectMax: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var addr string
+	var commits uint64
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() {
+		ran <- w.Run(ctx, func(tk *Tick) {
+			mu.Lock()
+			addr, commits = tk.Addr, tk.Receiver.Stats().FramesCommitted
+			mu.Unlock()
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-ran })
+	on := func(s *Server, after uint64) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return addr == s.Addr().String() && commits > after
+		}
+	}
+	waitFor(t, "frames from the first server", on(s1, 0))
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	before := commits
+	mu.Unlock()
+	waitFor(t, "frames from the second server, without an hour's wait", on(s2, before))
 }

@@ -30,6 +30,11 @@ type WatchConfig struct {
 	// them all before Run gives up. A server of the same timeline keeps
 	// the playout clock (a reconnect), so moving to another front shows as
 	// a fresh catch-up, not a restart. Each must pass the same TLS check.
+	// When a connection that was served is lost, the next address is
+	// dialled at once rather than after the reconnect wait — its server
+	// is up, and the playout clock goes to Waiting if no frame comes for
+	// about 0.6 s — at most once per ReconnectMax; every other attempt
+	// waits as Reconnect says.
 	Fallback []string
 	// TLS is the client TLS configuration (ClientTLS builds one).
 	// Required by Run.
@@ -218,6 +223,7 @@ func (w *Watcher) Run(ctx context.Context, onTick func(*Tick)) error {
 	}
 	connected := false
 	wait := backoff{min: w.cfg.ReconnectMin, max: w.cfg.ReconnectMax}
+	var movedAt time.Time // when a lost session last went to the next server at once
 	for tries := 1; ; tries++ {
 		welcomes := w.welcomes()
 		err := w.session(ctx, onTick, &connected)
@@ -241,6 +247,11 @@ func (w *Watcher) Run(ctx context.Context, onTick func(*Tick)) error {
 		}
 		if w.welcomes() != welcomes {
 			wait.reset() // that session was served: start over
+			if now := time.Now(); moveAtOnce(len(w.addrs), movedAt, now, w.cfg.ReconnectMax) {
+				movedAt = now
+				w.log.Info("connection lost; moving to the next server", "err", err, "addr", w.addrs[w.at])
+				continue
+			}
 		}
 		d := wait.next(rand.N[time.Duration])
 		w.log.Info("connection lost; reconnecting", "err", err, "in", d)
@@ -250,6 +261,14 @@ func (w *Watcher) Run(ctx context.Context, onTick func(*Tick)) error {
 		case <-time.After(d):
 		}
 	}
+}
+
+// moveAtOnce reports whether a served session lost at now goes to the next
+// of addrs servers without the reconnect wait: when there is another
+// server, at most once per every (the last such move was at movedAt; zero:
+// none yet).
+func moveAtOnce(addrs int, movedAt, now time.Time, every time.Duration) bool {
+	return addrs > 1 && (movedAt.IsZero() || now.Sub(movedAt) >= every)
 }
 
 // welcomes counts the Welcomes the receiver has had.
