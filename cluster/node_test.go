@@ -107,7 +107,8 @@ type observer struct {
 	measure   bool      // record snapshot ages
 	ages      []float64 // snapshot ages, ms, of renders not Waiting
 	ask       chan chan livestate.State
-	light     bool // no jumps: the positions of every member are not kept
+	askSpaces chan chan int // the receiver's local-simulation spaces built now
+	light     bool          // no jumps: the positions of every member are not kept
 	cancel    context.CancelFunc
 	done      chan error
 }
@@ -142,7 +143,7 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 	t.Helper()
 	o := &observer{newest: map[uint32]uint32{}, firstAt: map[uint32]time.Time{}, lastAt: map[uint32]time.Time{},
 		silences: map[uint32]time.Duration{}, authGaps: map[uint32]island.Time{}, lastTime: map[uint32]island.Time{}, streak: map[uint32]int{}, jumps: map[uint32]float64{}, offs: map[uint32]float64{}, pos: map[island.MemberID][4]float64{}, done: make(chan error, 1),
-		ask: make(chan chan livestate.State), light: lightWatchers}
+		ask: make(chan chan livestate.State), askSpaces: make(chan chan int), light: lightWatchers}
 	tlsc := frontTLS(t)
 	var others []string
 	for _, f := range fallback {
@@ -220,6 +221,8 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 			select {
 			case c := <-o.ask:
 				c <- livestate.Of(tk.Receiver)
+			case c := <-o.askSpaces:
+				c <- tk.Receiver.Stats().SimSpaces
 			default:
 			}
 			switch st := tk.Receiver.Clock().State; {

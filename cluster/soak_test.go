@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -117,6 +118,24 @@ func TestClusterSoak(t *testing.T) {
 			what, float64(auth[len(auth)/2])/1000, float64(auth[len(auth)-1])/1000)
 	}
 
+	// memory reports the process's live heap after its last collection
+	// and the local-simulation spaces the watchers hold.
+	memory := func(what string) {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(sample)
+		spaces := 0
+		for _, o := range obs {
+			c := make(chan int, 1)
+			select {
+			case o.askSpaces <- c:
+				spaces += <-c
+			case <-time.After(time.Second): // a watcher between connections
+			}
+		}
+		t.Logf("%s: live heap %.0f MB; the %d watchers hold %d local-simulation spaces",
+			what, float64(sample[0].Value.Uint64())/1e6, len(obs), spaces)
+	}
+
 	// moveAll stops n — a drain (cause nil) or a crash (ErrAbandon) — and
 	// waits until heir holds every shard and every watcher has them.
 	moveAll := func(what string, n *node, cause error, heir string) {
@@ -162,6 +181,7 @@ func TestClusterSoak(t *testing.T) {
 	for i, o := range obs {
 		await(t, fmt.Sprintf("watcher %d: frames flow again for every island", i), flowing(o))
 	}
+	memory("before the drain")
 	moveAll("drain", c, nil, "d")
 
 	// 6. Front loss.

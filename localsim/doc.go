@@ -50,7 +50,9 @@
 // space a contact-buffer ring and tree-node pools of a fixed size
 // (BenchmarkIslandMemory: 739 kB for a 6-body ragdoll, 457 kB for the
 // 40-body bridge, 601 kB for the 240-link chain) — so a receiver's
-// MaxSimBodies, which counts bodies, does not bound it. The package is not
+// MaxSimBodies, which counts bodies, does not bound it; Release lets a
+// space go (the receiver does so after Config.SimIdle unused), and the
+// next continuation builds it afresh. The package is not
 // pure: cp
 // allocates and numbers bodies, so spaces are built through package
 // physics, which serializes that. An Island is not safe for concurrent

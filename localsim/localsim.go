@@ -431,6 +431,24 @@ func blend(a, b island.State, f float64) island.State {
 	}
 }
 
+// Built reports whether the island's cp space is built: it is from the
+// first continuation or bridge until Release.
+func (s *Island) Built() bool { return s.space != nil }
+
+// Release lets go of the cp space and every buffer a continuation or a
+// bridge filled — about half a megabyte an island whatever its size, and
+// up to 786 kB more of a kept bridge — and keeps the description, so the
+// next continuation builds a fresh space as the first one did: it runs
+// exactly as the first continuation of a Copy would. Settle's solver is
+// kept (it is sized by the joints alone). For a caller that bounds its
+// memory: a space that has not run for a while costs as much as one in
+// use.
+func (s *Island) Release() {
+	s.space, s.bodies, s.prev, s.cur = nil, nil, nil, nil
+	s.seeded, s.steps = false, 0
+	s.bridging, s.gap, s.path, s.pathSteps = false, nil, nil, 0
+}
+
 // Bodies returns how many bodies the simulation holds.
 func (s *Island) Bodies() int { return s.n }
 

@@ -567,3 +567,49 @@ func TestFrameSeparations(t *testing.T) {
 		}
 	}
 }
+
+// TestRelease: a released island lets go of its space and buffers, and its
+// next continuation or bridge builds afresh and runs exactly as a fresh
+// simulation's first one; a released island left alone builds nothing.
+func TestRelease(t *testing.T) {
+	p, f, truth := follow(t, "chain", 90, 9)
+	stateA := func(i int) island.State { return f.Members[i].State }
+	stateB := func(i int) island.State { return truth[i] }
+	kb := island.Key{Seq: f.Key.Seq + 3}
+	span := int64(9 * 1_000_000 / scenario.StepHz)
+	n := len(truth)
+	sim, _ := localsim.New(p)
+	if sim.Built() {
+		t.Fatal("built before any continuation")
+	}
+	out, want := make([]island.State, n), make([]island.State, n)
+	if !sim.Bridge(f.Key, f.Time, stateA, kb, f.Time+island.Time(span), stateB, 20_000, 0, out) || !sim.Built() {
+		t.Fatal("bridge refused or built nothing")
+	}
+	sim.Release()
+	if sim.Built() {
+		t.Fatal("still built after Release")
+	}
+	if c := sim.BridgeStepsFor(f.Key, f.Time, kb, f.Time+island.Time(span), 36_000, 0); c == 0 {
+		t.Fatal("a released bridge costs no steps: it would read a trace it let go")
+	}
+	for _, dt := range []int64{36_000, 52_000} {
+		fresh, _ := localsim.New(p)
+		fresh.Bridge(f.Key, f.Time, stateA, kb, f.Time+island.Time(span), stateB, dt, 0, want)
+		if !sim.Bridge(f.Key, f.Time, stateA, kb, f.Time+island.Time(span), stateB, dt, 0, out) {
+			t.Fatal("bridge refused after Release")
+		}
+		if d := worstDistance(out, want); d != 0 {
+			t.Fatalf("at %d µs the rebuilt bridge is %g m off a fresh one's", dt, d)
+		}
+		sim.Release()
+	}
+	fresh, _ := localsim.New(p)
+	fresh.Continue(f.Key, f.Time, stateA, 100_000, 0, want)
+	if !sim.Continue(f.Key, f.Time, stateA, 100_000, 0, out) {
+		t.Fatal("continue refused after Release")
+	}
+	if d := worstDistance(out, want); d != 0 {
+		t.Fatalf("the rebuilt continuation is %g m off a fresh one's", d)
+	}
+}

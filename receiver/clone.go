@@ -5,7 +5,6 @@ import (
 
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
-	"github.com/islandsync/islandsync/localsim"
 )
 
 // Clone returns an independent copy of the receiver — identities, leases,
@@ -61,16 +60,17 @@ func (r *Receiver) Clone() *Receiver {
 
 // clone copies the simulations' descriptions; see Receiver.Clone.
 func (s *sims) clone() sims {
-	c := sims{byID: make(map[uint32]*[2]*localsim.Island, len(s.byID)), bodies: s.bodies,
-		budget: s.budget, spent: s.spent, overBudget: s.overBudget}
+	c := sims{byID: make(map[uint32]*simPair, len(s.byID)), bodies: s.bodies,
+		budget: s.budget, spent: s.spent, overBudget: s.overBudget,
+		now: s.now, idle: s.idle, nextSweep: s.nextSweep, released: s.released} // copies build no space yet
 	for id, pair := range s.byID {
-		var p [2]*localsim.Island
-		for i, is := range pair {
+		p := &simPair{ran: pair.ran}
+		for i, is := range pair.is {
 			if is != nil {
-				p[i] = is.Copy()
+				p.is[i] = is.Copy()
 			}
 		}
-		c.byID[id] = &p
+		c.byID[id] = p
 	}
 	return c
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
-	"github.com/islandsync/islandsync/localsim"
 	"github.com/islandsync/islandsync/store"
 	"github.com/islandsync/islandsync/validator"
 )
@@ -42,6 +41,16 @@ type Config struct {
 	// many islands run past their newest frame at once, a render tick's
 	// cost stays bounded.
 	MaxSimWork int
+	// SimIdle is how long, in µs of the caller's clock, a local
+	// simulation's cp space is kept while it does not run (no island
+	// extrapolated or bridged with it); then it is let go, and built
+	// afresh when next needed. A space holds about half a megabyte
+	// whatever the island's size, so this bounds the memory of a
+	// receiver that serves many islands to the spaces of the islands
+	// that lost frames lately (Stats.SimSpaces). Zero means
+	// DefaultSimIdle; negative, spaces are kept for as long as their
+	// island and description.
+	SimIdle int64
 	// StraightExtrapolation ignores Physics messages: past its newest frame
 	// every member moves along its own velocity (for comparison).
 	StraightExtrapolation bool
@@ -205,6 +214,9 @@ func New(cfg Config) (*Receiver, error) {
 	if r.cfg.MaxSimBodies <= 0 {
 		r.cfg.MaxSimBodies = DefaultMaxSimBodies
 	}
+	if r.cfg.SimIdle == 0 {
+		r.cfg.SimIdle = DefaultSimIdle
+	}
 	if r.cfg.MaxSimWork <= 0 {
 		r.cfg.MaxSimWork = DefaultMaxSimWork
 	}
@@ -214,7 +226,7 @@ func New(cfg Config) (*Receiver, error) {
 	if r.cfg.ParkFor <= 0 {
 		r.cfg.ParkFor = DefaultParkFor
 	}
-	r.sim = sims{byID: make(map[uint32]*[2]*localsim.Island), budget: r.cfg.MaxSimWork}
+	r.sim = sims{byID: make(map[uint32]*simPair), budget: r.cfg.MaxSimWork, idle: r.cfg.SimIdle}
 	r.st.SetExtrapolator(&r.sim)
 	return r, nil
 }
@@ -622,7 +634,8 @@ func (r *Receiver) Render(now int64) []IslandView {
 	gen := r.clock.Generation()
 	r.shown = codec.ViewStamp{Timeline: r.welcome.Timeline, R: rt, Generation: gen, Age: max(r.clock.Stats().SnapshotAge, 0)}
 	frozen := r.clock.State() == store.Frozen
-	r.sim.spent = 0
+	r.sim.spent, r.sim.now = 0, now
+	r.sim.sweep(now)
 	n := 0
 	r.ready = r.clock.State() != store.Waiting // no time base to be ready on
 	r.stats.OldestIsland, r.stats.StaleIslands = 0, 0

@@ -22,19 +22,40 @@ const DefaultMaxSimWork = 16_384
 // members move along their own velocities.
 var ErrSimFull = fmt.Errorf("%w: local simulation table full", ErrRefused)
 
+// DefaultSimIdle is how long a local simulation's space is kept without
+// running before it is let go (Config.SimIdle): µs of the caller's clock.
+const DefaultSimIdle = 2_000_000
+
 // sims continues islands past their newest frame with a local simulation
 // of their joints (package localsim), for the store. Each island keeps the
 // simulations of its two latest descriptions: frames of the old topology
 // are still shown (and continued) until the first frame of the new one
-// commits.
+// commits. A simulation's cp space — about half a megabyte, whatever the
+// island's size — is built when it first runs and let go once it has not
+// run for idle µs (swept at most once per idle/2), so that a receiver
+// holds spaces for the islands it extrapolates or bridges now, not for
+// every island that ever lost a frame.
 type sims struct {
-	byID   map[uint32]*[2]*localsim.Island // newest first
-	bodies int                             // over every simulation
+	byID   map[uint32]*simPair
+	bodies int // over every simulation
 
 	target [][2]float64 // Settle's blended joint separations, reused
 
 	budget, spent int    // body steps allowed per Render, and spent in this one
 	overBudget    uint64 // continuations left straight for want of budget
+
+	now       int64  // the Render's clock, µs
+	idle      int64  // µs a space is kept without running; negative: for ever
+	nextSweep int64  // when sweep next looks for idle spaces
+	built     int    // spaces built now
+	released  uint64 // spaces let go for idleness
+}
+
+// simPair is one island's simulations, newest first, and when each last
+// ran (the caller's µs).
+type simPair struct {
+	is  [2]*localsim.Island
+	ran [2]int64
 }
 
 // afford reports whether steps steps of is fit what is left of this
@@ -62,13 +83,13 @@ func (r *Receiver) physics(m codec.Physics) error {
 	}
 	s := &r.sim
 	pair := s.byID[m.Island]
-	same := pair != nil && pair[0] != nil && pair[0].Describes(m.Topology, m.Config, len(m.Bodies))
+	same := pair != nil && pair.is[0] != nil && pair.is[0].Describes(m.Topology, m.Config, len(m.Bodies))
 	n := s.bodies + len(m.Bodies)
 	switch {
 	case same:
-		n -= pair[0].Bodies()
-	case pair != nil && pair[1] != nil:
-		n -= pair[1].Bodies() // the oldest gives way
+		n -= pair.is[0].Bodies()
+	case pair != nil && pair.is[1] != nil:
+		n -= pair.is[1].Bodies() // the oldest gives way
 	}
 	if n > r.cfg.MaxSimBodies {
 		return ErrSimFull
@@ -78,37 +99,75 @@ func (r *Receiver) physics(m codec.Physics) error {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	if pair == nil {
-		pair = new([2]*localsim.Island)
+		pair = new(simPair)
 		s.byID[m.Island] = pair
 	}
 	if same {
-		pair[0] = is
+		s.drop(pair.is[0])
+		pair.is[0], pair.ran[0] = is, s.now
 	} else {
-		pair[0], pair[1] = is, pair[0]
+		s.drop(pair.is[1])
+		pair.is[0], pair.is[1] = is, pair.is[0]
+		pair.ran[0], pair.ran[1] = s.now, pair.ran[0]
 	}
 	s.bodies = n
 	return nil
 }
 
-// find returns the island's simulation for frames of this topology and
-// config with n members, or nil.
-func (s *sims) find(id, topology, config uint32, n int) *localsim.Island {
-	if pair := s.byID[id]; pair != nil {
-		for _, is := range pair {
-			if is != nil && is.Describes(topology, config, n) {
-				return is
+// drop accounts for a simulation that goes (nil: none).
+func (s *sims) drop(is *localsim.Island) {
+	if is != nil && is.Built() {
+		s.built--
+	}
+}
+
+// ran notes that the i-th simulation of pair ran now, and counts its
+// space if this run built it.
+func (s *sims) ran(pair *simPair, i int, wasBuilt bool) {
+	pair.ran[i] = s.now
+	if !wasBuilt && pair.is[i].Built() {
+		s.built++
+	}
+}
+
+// sweep lets go of the spaces that have not run for s.idle µs, once per
+// half of that at most.
+func (s *sims) sweep(now int64) {
+	if s.idle < 0 || now < s.nextSweep {
+		return
+	}
+	s.nextSweep = now + max(s.idle/2, 1)
+	for _, pair := range s.byID {
+		for i, is := range pair.is {
+			if is != nil && is.Built() && now-pair.ran[i] >= s.idle {
+				is.Release()
+				s.built--
+				s.released++
 			}
 		}
 	}
-	return nil
+}
+
+// find returns the island's simulation for frames of this topology and
+// config with n members, its pair and its place in the pair, or nil.
+func (s *sims) find(id, topology, config uint32, n int) (*localsim.Island, *simPair, int) {
+	if pair := s.byID[id]; pair != nil {
+		for i, is := range pair.is {
+			if is != nil && is.Describes(topology, config, n) {
+				return is, pair, i
+			}
+		}
+	}
+	return nil, nil, 0
 }
 
 // forget drops an island's simulations.
 func (s *sims) forget(id uint32) {
 	if pair := s.byID[id]; pair != nil {
-		for _, is := range pair {
+		for _, is := range pair.is {
 			if is != nil {
 				s.bodies -= is.Bodies()
+				s.drop(is)
 			}
 		}
 		delete(s.byID, id)
@@ -117,37 +176,43 @@ func (s *sims) forget(id uint32) {
 
 func (s *sims) reset() {
 	clear(s.byID)
-	s.bodies = 0
+	s.bodies, s.built = 0, 0
 }
 
 // Extrapolate continues f's island with its simulation when that describes
 // f's topology and config.
 func (s *sims) Extrapolate(f *validator.Validated, dt int64, out []island.State) bool {
 	k := f.Key()
-	is := s.find(k.Island, k.Topology, k.Config, f.Len())
+	is, pair, i := s.find(k.Island, k.Topology, k.Config, f.Len())
 	if is == nil || !s.afford(is, is.StepsFor(k, f.Time(), dt, 0)) {
 		return false
 	}
-	return is.Continue(k, f.Time(), f.State, dt, 0, out)
+	built := is.Built()
+	ok := is.Continue(k, f.Time(), f.State, dt, 0, out)
+	s.ran(pair, i, built)
+	return ok
 }
 
 // Bridge carries f's island across a wide frame pair with its simulation
 // when that describes both frames.
 func (s *sims) Bridge(a, b *validator.Validated, dt int64, out []island.State) bool {
 	ka, kb := a.Key(), b.Key()
-	is := s.find(ka.Island, ka.Topology, ka.Config, a.Len())
+	is, pair, i := s.find(ka.Island, ka.Topology, ka.Config, a.Len())
 	if is == nil || !is.Describes(kb.Topology, kb.Config, b.Len()) ||
 		!s.afford(is, is.BridgeStepsFor(ka, a.Time(), kb, b.Time(), dt, 0)) {
 		return false
 	}
-	return is.Bridge(ka, a.Time(), a.State, kb, b.Time(), b.State, dt, 0, out)
+	built := is.Built()
+	ok := is.Bridge(ka, a.Time(), a.State, kb, b.Time(), b.State, dt, 0, out)
+	s.ran(pair, i, built)
+	return ok
 }
 
 // Settle stands the island's joints at its shown poses as in the frames
 // they come from, when its simulation describes them.
 func (s *sims) Settle(a, b *validator.Validated, alpha float64, poses []island.State) {
 	k := a.Key()
-	is := s.find(k.Island, k.Topology, k.Config, a.Len())
+	is, _, _ := s.find(k.Island, k.Topology, k.Config, a.Len())
 	if is == nil {
 		return
 	}

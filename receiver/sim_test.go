@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/islandsync/islandsync/broadcast"
@@ -281,5 +282,47 @@ func TestJoinSharesDescriptions(t *testing.T) {
 		if st.SimBodies == 0 {
 			t.Fatalf("%s: no island simulated", name)
 		}
+	}
+}
+
+// TestSimIdle: an island's simulation builds its space when the island
+// runs past its newest frame, lets it go once the island has been shown
+// from frames alone for Config.SimIdle, and builds it again at the next
+// gap; a negative SimIdle keeps it.
+func TestSimIdle(t *testing.T) {
+	run := func(idle int64) (spaces []int, released uint64) {
+		rx, _ := New(Config{SimIdle: idle})
+		mustControl(t, rx, 0, welcome, codec.Announce{IDs: ids}, lease, manifest, physics)
+		seq, now := uint32(1), int64(0)
+		// gap feeds frames steadily for the time given, rendering at 60 Hz,
+		// then stops them for 300 ms, and notes the spaces built.
+		gap := func(steady int64) {
+			for end := now + steady; now < end; seq++ {
+				now = feed(t, rx, now, seq, seq)
+				for k := range 3 {
+					rx.Render(now + int64(k)*16_667)
+				}
+			}
+			spaces = append(spaces, rx.Stats().SimSpaces)
+			for range 18 {
+				now += 16_667
+				rx.Render(now)
+			}
+			spaces = append(spaces, rx.Stats().SimSpaces)
+		}
+		gap(1_000_000)
+		gap(3_000_000)
+		gap(1_000_000)
+		return spaces, rx.Stats().SimReleased
+	}
+	// After the first steady second no frame was lost: nothing built. Each
+	// gap builds the space; three steady seconds let it go, one does not.
+	spaces, released := run(0)
+	if want := []int{0, 1, 0, 1, 1, 1}; !slices.Equal(spaces, want) || released != 1 {
+		t.Fatalf("default: spaces %v (want %v), released %d (want 1)", spaces, want, released)
+	}
+	spaces, released = run(-1)
+	if want := []int{0, 1, 1, 1, 1, 1}; !slices.Equal(spaces, want) || released != 0 {
+		t.Fatalf("kept: spaces %v (want %v), released %d (want 0)", spaces, want, released)
 	}
 }

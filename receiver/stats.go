@@ -89,6 +89,11 @@ type Stats struct {
 	SimOverBudget uint64
 	// SimBodies is how many bodies the local simulations hold now.
 	SimBodies int
+	// SimSpaces is how many local simulations have their cp space built
+	// now (about half a megabyte each), and SimReleased how many spaces
+	// were let go after Config.SimIdle without running.
+	SimSpaces   int
+	SimReleased uint64
 }
 
 // Stats returns the counters of every stage.
@@ -99,6 +104,7 @@ func (r *Receiver) Stats() Stats {
 	s.Store = r.st.Stats()
 	s.Clock = r.Clock()
 	s.SimOverBudget, s.SimBodies = r.sim.overBudget, r.sim.bodies
+	s.SimSpaces, s.SimReleased = r.sim.built, r.sim.released
 	s.PendingEvents = len(r.later)
 	return s
 }

@@ -67,8 +67,12 @@ type summary struct {
 	FragmentsRebuilt uint64  `json:"fragments_rebuilt"` // data fragments rebuilt from parity records
 	// Views continued past the newest frame by the local simulation, and
 	// continuations left straight for want of budget.
-	Simulated         uint64  `json:"simulated_views"`
-	SimOverBudget     uint64  `json:"sim_over_budget"`
+	Simulated     uint64 `json:"simulated_views"`
+	SimOverBudget uint64 `json:"sim_over_budget"`
+	// Local simulations whose space is built at exit, and spaces let go
+	// after a while unused (receiver.Config.SimIdle).
+	SimSpaces         int     `json:"sim_spaces"`
+	SimReleased       uint64  `json:"sim_released"`
 	HalfFramesApplied int     `json:"half_frames_applied"`
 	HandOffs          uint64  `json:"hand_offs"` // islands whose authority epoch rose (a hand-off, a failover)
 	Datagrams         uint64  `json:"datagrams"`
@@ -134,6 +138,7 @@ func summarize(addr string, dur time.Duration, rx *receiver.Receiver, o *observe
 	s := summary{Addr: addr, DurationS: dur.Seconds(), Islands: len(rx.Islands()),
 		FramesCommitted: st.FramesCommitted, FragmentsRebuilt: st.Assembler.Count(assembler.Rebuilt), HalfFramesApplied: o.half,
 		Datagrams: st.Datagrams, Simulated: st.Store.Simulated, SimOverBudget: st.SimOverBudget,
+		SimSpaces: st.SimSpaces, SimReleased: st.SimReleased,
 		FreezeS:          float64(st.Store.FreezeTime+st.Clock.FrozenTime) / 1e6,
 		SnapshotAgeP95ms: quantile.Nearest(o.ages, 95), Timelines: st.Timelines, Reconnects: st.Reconnects,
 		WaitingS: float64(st.Clock.WaitingTime) / 1e6, StaleIslandSeconds: o.staleSum, IslandsNotUpdated: o.notUpdated,
