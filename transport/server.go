@@ -661,6 +661,11 @@ func datagramCap(conn *quic.Conn) int {
 	return codec.DefaultMaxDatagram
 }
 
+// shutdown closes every observer's connection, all at once: a close
+// returns only once quic-go's loop for that connection has sent it, which
+// on a loaded machine took up to 80 ms a connection, so closing them one
+// after another kept the last observers of a stopping front waiting
+// (200 ms for nine) before they could move to another.
 func (s *Server) shutdown() {
 	s.mu.Lock()
 	peers := make([]*peer, 0, len(s.conns))
@@ -668,9 +673,11 @@ func (s *Server) shutdown() {
 		peers = append(peers, p)
 	}
 	s.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, p := range peers {
-		p.close(CodeShutdown, "server shutting down")
+		wg.Go(func() { p.close(CodeShutdown, "server shutting down") })
 	}
+	wg.Wait()
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
