@@ -103,7 +103,7 @@
 //     that has stepped also holds about half a megabyte of cp's buffers,
 //     whatever its bodies (localsim's doc; 1.7 MB on average, kept bridges
 //     included, in a soak of 16 watchers), so a space that has not run for
-//     Config.SimIdle (2 s) is let go and built again at the island's next
+//     Config.SimIdle (30 s) is let go and built again at the island's next
 //     gap (Stats.SimSpaces, SimReleased);
 //     Config.StraightExtrapolation turns it all off. The same Physics
 //     gives the island's joint-prediction links (codec.NewLinks, kept

@@ -48,8 +48,8 @@ type Config struct {
 	// whatever the island's size, so this bounds the memory of a
 	// receiver that serves many islands to the spaces of the islands
 	// that lost frames lately (Stats.SimSpaces). Zero means
-	// DefaultSimIdle; negative, spaces are kept for as long as their
-	// island and description.
+	// DefaultSimIdle (30 s); negative, spaces are kept for as long as
+	// their island and description.
 	SimIdle int64
 	// StraightExtrapolation ignores Physics messages: past its newest frame
 	// every member moves along its own velocity (for comparison).

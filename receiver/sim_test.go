@@ -317,9 +317,13 @@ func TestSimIdle(t *testing.T) {
 	}
 	// After the first steady second no frame was lost: nothing built. Each
 	// gap builds the space; three steady seconds let it go, one does not.
-	spaces, released := run(0)
+	spaces, released := run(2_000_000)
 	if want := []int{0, 1, 0, 1, 1, 1}; !slices.Equal(spaces, want) || released != 1 {
-		t.Fatalf("default: spaces %v (want %v), released %d (want 1)", spaces, want, released)
+		t.Fatalf("2 s: spaces %v (want %v), released %d (want 1)", spaces, want, released)
+	}
+	spaces, released = run(0) // the default, 30 s, outlasts every gap here
+	if want := []int{0, 1, 1, 1, 1, 1}; !slices.Equal(spaces, want) || released != 0 {
+		t.Fatalf("default: spaces %v (want %v), released %d (want 0)", spaces, want, released)
 	}
 	spaces, released = run(-1)
 	if want := []int{0, 1, 1, 1, 1, 1}; !slices.Equal(spaces, want) || released != 0 {
