@@ -189,6 +189,16 @@ func (s *Island) Describes(topology, config uint32, n int) bool {
 	return s.desc.Topology == topology && s.desc.Config == config && s.n == n
 }
 
+// Same reports whether p is exactly the description the island was made
+// from: a catch-up that repeats it need not replace the island, nor build
+// its space again.
+func (s *Island) Same(p *codec.Physics) bool {
+	d := &s.desc
+	return d.Island == p.Island && d.Topology == p.Topology && d.Config == p.Config && d.Step == p.Step &&
+		d.Iterations == p.Iterations && d.Gravity == p.Gravity && d.Damping == p.Damping &&
+		slices.Equal(d.Bodies, p.Bodies) && slices.Equal(d.Joints, p.Joints) && slices.Equal(d.Static, p.Static)
+}
+
 // Continue writes to out the island's states dt µs (> 0) after the frame
 // key, sampled at authority time t, whose member states state(i) returns
 // (i in manifest order, len(out) of them). It steps the island at the

@@ -78,8 +78,10 @@ func (s *sims) afford(is *localsim.Island, steps int) bool {
 }
 
 // physics sets up the local simulation of an island from its Physics
-// message (its space is built on first use). It replaces one of the same topology and config (a repeated
-// catch-up), else it becomes the newest and the older of the two gives way.
+// message (its space is built on first use). The very description the
+// newest simulation has (a repeated catch-up: a reconnect, another front)
+// changes nothing; another one of the same topology and config replaces
+// it; else it becomes the newest and the older of the two gives way.
 func (r *Receiver) physics(m codec.Physics) error {
 	if r.cfg.StraightExtrapolation {
 		return nil
@@ -91,6 +93,9 @@ func (r *Receiver) physics(m codec.Physics) error {
 	s := &r.sim
 	pair := s.byID[m.Island]
 	same := pair != nil && pair.is[0] != nil && pair.is[0].Describes(m.Topology, m.Config, len(m.Bodies))
+	if same && pair.is[0].Same(&m) {
+		return nil // a catch-up repeating it: keep the simulation, and its space if built
+	}
 	n := s.bodies + len(m.Bodies)
 	switch {
 	case same:

@@ -330,3 +330,30 @@ func TestSimIdle(t *testing.T) {
 		t.Fatalf("kept: spaces %v (want %v), released %d (want 0)", spaces, want, released)
 	}
 }
+
+// TestPhysicsRepeated: a catch-up repeating an island's Physics (a
+// reconnect, another front) keeps its simulation and the space it built;
+// another description under the same topology and config replaces it.
+func TestPhysicsRepeated(t *testing.T) {
+	rx, _ := New(Config{})
+	mustControl(t, rx, 0, welcome, codec.Announce{IDs: ids}, lease, manifest, physics)
+	now := feed(t, rx, 0, 1, 6)
+	for k := range 6 { // past the newest frame: the space is built
+		rx.Render(now + int64(k+1)*16_667 + 150_000)
+	}
+	if n := rx.Stats().SimSpaces; n != 1 {
+		t.Fatalf("%d spaces built past the newest frame", n)
+	}
+	again := physics
+	again.Bodies = slices.Clone(physics.Bodies) // equal, not the same slice
+	mustControl(t, rx, now, again)
+	if n := rx.Stats().SimSpaces; n != 1 {
+		t.Fatalf("the same Physics again left %d spaces", n)
+	}
+	other := again
+	other.Damping = 0.9
+	mustControl(t, rx, now, other)
+	if st := rx.Stats(); st.SimSpaces != 0 || st.SimBodies != 3 {
+		t.Fatalf("another description: %d spaces, %d bodies", st.SimSpaces, st.SimBodies)
+	}
+}
