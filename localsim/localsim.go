@@ -94,12 +94,14 @@ const (
 // New returns the simulation p describes, or ErrBadPhysics for a
 // description outside what it simulates: every value must be one
 // ParseControl accepts, masses and moments within [1e-9, 1e9], lengths
-// within 1e5 m and gravity within 1e4 m/s². It only checks and keeps p:
-// the cp space is built by the first continuation.
+// within 1e5 m and gravity within 1e4 m/s². It only checks p and keeps a
+// copy of it (the caller may reuse p's slices): the cp space is built by
+// the first continuation.
 func New(p codec.Physics) (*Island, error) {
 	if !simulatable(&p) {
 		return nil, ErrBadPhysics
 	}
+	p.Bodies, p.Joints, p.Static = slices.Clone(p.Bodies), slices.Clone(p.Joints), slices.Clone(p.Static)
 	return &Island{desc: p, n: len(p.Bodies), dt: float64(p.Step) / 1e6, step: int64(p.Step)}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/islandsync/islandsync/codec"
@@ -611,5 +612,28 @@ func TestRelease(t *testing.T) {
 	}
 	if d := worstDistance(out, want); d != 0 {
 		t.Fatalf("the rebuilt continuation is %g m off a fresh one's", d)
+	}
+}
+
+// TestNewKeepsACopy: an island keeps its own copy of the description, so
+// a caller reusing the Physics' slices changes neither what it builds nor
+// what Same compares.
+func TestNewKeepsACopy(t *testing.T) {
+	p, f, _ := follow(t, "chain", 30, 0)
+	p.Bodies = slices.Clone(p.Bodies)
+	sim, _ := localsim.New(p)
+	same := p
+	same.Bodies = slices.Clone(p.Bodies)
+	p.Bodies[0].Mass *= 2 // the caller's slice, reused
+	if !sim.Same(&same) || sim.Same(&p) {
+		t.Fatal("the island follows its caller's slice")
+	}
+	state := func(i int) island.State { return f.Members[i].State }
+	out, want := make([]island.State, len(f.Members)), make([]island.State, len(f.Members))
+	fresh, _ := localsim.New(same)
+	sim.Continue(f.Key, f.Time, state, 50_000, 0, out)
+	fresh.Continue(f.Key, f.Time, state, 50_000, 0, want)
+	if d := worstDistance(out, want); d != 0 {
+		t.Fatalf("built from the caller's changed slice: %g m off", d)
 	}
 }
