@@ -40,8 +40,9 @@ const DefaultSimIdle = 30_000_000
 // commits. A simulation's cp space — about half a megabyte, whatever the
 // island's size — is built when it first runs and let go once it has not
 // run for idle µs (swept at most once per idle/2), so that a receiver
-// holds spaces for the islands it extrapolates or bridges now, not for
-// every island that ever lost a frame.
+// holds spaces only for the islands it extrapolated or bridged within
+// that time (30 s by default), not for every island that ever lost a
+// frame.
 type sims struct {
 	byID   map[uint32]*simPair
 	bodies int // over every simulation
