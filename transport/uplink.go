@@ -226,6 +226,10 @@ func (s *Server) Uplink(ctx context.Context, addr string, tlsConf *tls.Config) e
 	conn, err := s.tr.Dial(dctx, ua, tlsConf, quicConfig(s.cfg.IdleTimeout))
 	cancel()
 	if err != nil {
+		if refusedCert(err) {
+			// The front's refusal can arrive before the dial returns.
+			return fmt.Errorf("%w by %s: %w", ErrUplinkRefused, addr, err)
+		}
 		return fmt.Errorf("%w to %s: %w", ErrConnect, addr, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.CloseWithError(CodeShutdown, "") })
@@ -241,11 +245,17 @@ func (s *Server) Uplink(ctx context.Context, addr string, tlsConf *tls.Config) e
 	}
 	cause := context.Cause(conn.Context())
 	// TLS 1.3 finishes the client's handshake before the server has
-	// checked the client's certificate: a refusal arrives as a crypto
-	// error closing the connection just dialled.
-	var te *quic.TransportError
-	if errors.As(cause, &te) && te.Remote && te.ErrorCode.IsCryptoError() {
+	// checked the client's certificate: a refusal usually arrives as a
+	// crypto error closing the connection just dialled.
+	if refusedCert(cause) {
 		return fmt.Errorf("%w by %s: %w", ErrUplinkRefused, addr, cause)
 	}
 	return closeError(cause)
+}
+
+// refusedCert reports whether err is the peer closing the handshake with a
+// TLS alert, which is how a front refuses the uplink's certificate.
+func refusedCert(err error) bool {
+	var te *quic.TransportError
+	return errors.As(err, &te) && te.Remote && te.ErrorCode.IsCryptoError()
 }

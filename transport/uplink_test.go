@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/scenario"
+	"github.com/quic-go/quic-go"
 )
 
 // uplinkPair is an authority's server, which accepts no connections
@@ -165,5 +167,28 @@ func TestUplinkFull(t *testing.T) {
 	}
 	if st := ln.Stats(); st.Full != 1 || st.Accepted != 1 {
 		t.Fatalf("listener stats %+v, want one accepted, one full", st)
+	}
+}
+
+// TestRefusedCert: the front's TLS alert is a refusal whether it closes the
+// connection after the dial returned or fails the dial itself; a local
+// crypto error or an application close is not.
+func TestRefusedCert(t *testing.T) {
+	alert := quic.TransportErrorCode(0x100 + 42) // bad_certificate
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"remote alert", &quic.TransportError{ErrorCode: alert, Remote: true}, true},
+		{"remote alert, wrapped by the dial", fmt.Errorf("dial: %w", &quic.TransportError{ErrorCode: alert, Remote: true}), true},
+		{"local alert", &quic.TransportError{ErrorCode: alert}, false},
+		{"remote protocol violation", &quic.TransportError{ErrorCode: quic.ProtocolViolation, Remote: true}, false},
+		{"application close", &quic.ApplicationError{ErrorCode: CodeShutdown, Remote: true}, false},
+		{"timeout", context.DeadlineExceeded, false},
+	} {
+		if got := refusedCert(tc.err); got != tc.want {
+			t.Errorf("%s: refusedCert = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
