@@ -556,20 +556,28 @@ func TestFrontLoss(t *testing.T) {
 	f1 := startNode(t, p, "f1", Front, scs)
 	f2 := startNode(t, p, "f2", Front, scs)
 	obs := watch(t, f1, f2)
+	// The observer dials f1 first, but a connection lost before the move
+	// (a stall on a loaded machine) sends it on to f2 by design: the test
+	// stops whichever front it is on.
 	var islands, before int
-	await(t, "the observer plays every island from f1", func() bool {
+	var on string
+	await(t, "the observer plays every island from a front", func() bool {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
-		islands, before = len(obs.newest), obs.commits
-		return obs.playing && islands == 25 && obs.addr == f1.srv.Addr().String()
+		islands, before, on = len(obs.newest), obs.commits, obs.addr
+		return obs.playing && islands == 25 && on != ""
 	})
-	if err := f1.stop(nil); err != nil {
+	lost, other := f1, f2
+	if on == f2.srv.Addr().String() {
+		lost, other = f2, f1
+	}
+	if err := lost.stop(nil); err != nil {
 		t.Fatal(err)
 	}
-	await(t, "the observer commits a second of frames from f2", func() bool {
+	await(t, "the observer commits a second of frames from the other front", func() bool {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
-		return obs.addr == f2.srv.Addr().String() && obs.commits > before+20*islands
+		return obs.addr == other.srv.Addr().String() && obs.commits > before+20*islands
 	})
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
