@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ func startNode(t *testing.T, prefix, name string, role Role, scs []scenario.Scen
 	ready := make(chan *transport.Server, 1)
 	reg := prometheus.NewRegistry()
 	registries.Store(name, reg)
+	t.Cleanup(func() { registries.Delete(name) })
 	cfg := NodeConfig{Client: client(t), Prefix: prefix, Name: name, TTL: 2 * time.Second, Scenarios: scs,
 		Server:      transport.ServerConfig{Listen: "127.0.0.1:0", TLS: transport.ServerTLS(cert), Metrics: transport.NewMetrics(reg)},
 		Fingerprint: fp, Logger: testLogger, Registry: reg, Ready: func(s *transport.Server) { ready <- s }}
@@ -104,6 +106,7 @@ type observer struct {
 	waiting   bool // the playout clock went back to Waiting
 	waitAt    time.Time
 	addr      string    // the front it is connected to
+	fronts    int       // times it joined a front other than the one before, the first included
 	measure   bool      // record snapshot ages
 	ages      []float64 // snapshot ages, ms, of renders not Waiting
 	ask       chan chan livestate.State
@@ -213,6 +216,9 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			o.ticks++
+			if o.addr != tk.Addr {
+				o.fronts++
+			}
 			o.addr = tk.Addr
 			if c := tk.Receiver.Clock(); c.State != store.Waiting && o.measure {
 				o.ages = append(o.ages, float64(c.SnapshotAge)/1000)
@@ -234,7 +240,8 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 			}
 		})
 	}()
-	t.Cleanup(func() { cancel(); <-o.done })
+	watchers.Store(o, struct{}{})
+	t.Cleanup(func() { cancel(); <-o.done; watchers.Delete(o) })
 	return o
 }
 
@@ -249,9 +256,20 @@ func await(t *testing.T, what string, cond func() bool) {
 				mfs, _ := v.(*prometheus.Registry).Gather()
 				for _, mf := range mfs {
 					for _, m := range mf.GetMetric() {
-						t.Logf("%s %s %v %v", k, mf.GetName(), m.GetLabel(), m.GetCounter().GetValue()+m.GetGauge().GetValue())
+						v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+						if strings.HasPrefix(mf.GetName(), "islandsync_") && v != 0 {
+							t.Logf("%s %s %v %v", k, mf.GetName(), m.GetLabel(), v)
+						}
 					}
 				}
+				return true
+			})
+			watchers.Range(func(k, _ any) bool {
+				o := k.(*observer)
+				o.mu.Lock()
+				t.Logf("watcher on %q (fronts joined %d): playing %v, back to Waiting %v, %d islands, %d commits, %d ticks",
+					o.addr, o.fronts, o.playing, o.waiting, len(o.newest), o.commits, o.ticks)
+				o.mu.Unlock()
 				return true
 			})
 			t.Fatalf("never: %s", what)
@@ -534,8 +552,10 @@ var lightWatchers bool
 // (receiver.Config.MaxSimWork; 0: the default).
 var watchSimWork int
 
-// registries holds each node's metrics, shown when a test waits in vain.
-var registries sync.Map
+// registries holds each running node's metrics and watchers each running
+// watcher, shown (the non-zero islandsync_ metrics, the watcher's state)
+// when a test waits in vain.
+var registries, watchers sync.Map
 
 // testLogger takes the nodes' logs; a TextHandler on os.Stderr shows them.
 var testLogger = slog.New(slog.DiscardHandler)
