@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"slices"
@@ -105,10 +106,11 @@ type observer struct {
 	playing   bool // the playout clock left Waiting
 	waiting   bool // the playout clock went back to Waiting
 	waitAt    time.Time
-	addr      string    // the front it is connected to
-	fronts    int       // times it joined a front other than the one before, the first included
-	measure   bool      // record snapshot ages
-	ages      []float64 // snapshot ages, ms, of renders not Waiting
+	addr      string         // the front it is connected to
+	fronts    int            // times it joined a front other than the one before, the first included
+	stats     receiver.Stats // at the last tick
+	measure   bool           // record snapshot ages
+	ages      []float64      // snapshot ages, ms, of renders not Waiting
 	ask       chan chan livestate.State
 	askSpaces chan chan int // the receiver's local-simulation spaces built now
 	light     bool          // no jumps: the positions of every member are not kept
@@ -216,6 +218,7 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			o.ticks++
+			o.stats = tk.Receiver.Stats()
 			if o.addr != tk.Addr {
 				o.fronts++
 			}
@@ -269,6 +272,10 @@ func await(t *testing.T, what string, cond func() bool) {
 				o.mu.Lock()
 				t.Logf("watcher on %q (fronts joined %d): playing %v, back to Waiting %v, %d islands, %d commits, %d ticks",
 					o.addr, o.fronts, o.playing, o.waiting, len(o.newest), o.commits, o.ticks)
+				ids := slices.Sorted(maps.Keys(o.newest))
+				t.Logf("  islands committed: %v", ids)
+				o.stats.Rejects(func(reason string, n uint64) { t.Logf("  %s %d", reason, n) })
+				t.Logf("  stats %+v", o.stats)
 				o.mu.Unlock()
 				return true
 			})
