@@ -426,9 +426,10 @@ func (b *Broadcaster) Restrict(id ObserverID, islands []uint32) error {
 }
 
 // Subscribe replaces an observer's subscription (cut to what Restrict
-// allows it). Islands it gains get their Lease, Manifest and Physics queued
-// now (the catch-up), before any of their frames; islands it loses get a
-// Forget.
+// allows it). Islands it gains get what is held of their Lease, Manifest
+// and Physics queued now (the catch-up), before any of their frames — an
+// island whose lease or manifest is still to come gets it live, as every
+// observer that wants the island does; islands it loses get a Forget.
 func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 	o := b.observers[id]
 	if o == nil {
@@ -446,7 +447,11 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		b.subscribeRegions(o, s.Regions)
 		return nil
 	}
-	for _, isl := range b.liveIslands() {
+	// Every island the broadcaster holds anything of, not only the live
+	// ones: a lease applied before this subscription and a manifest after
+	// it (or the other way round) must both reach the observer, and the
+	// later one goes live only to those who want the island by then.
+	for _, isl := range b.knownIslands() {
 		had := o.wants(isl)
 		now := s.All
 		if !now {
@@ -454,9 +459,13 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		}
 		switch {
 		case now && !had:
-			queue(b, o, codec.Lease(b.leases[isl]))
-			queue(b, o, codec.Manifest(b.manifests[isl]))
-			b.queuePhysics(o, isl)
+			if l, ok := b.leases[isl]; ok {
+				queue(b, o, codec.Lease(l))
+			}
+			if m, ok := b.manifests[isl]; ok {
+				queue(b, o, codec.Manifest(m))
+				b.queuePhysics(o, isl)
+			}
 		case had && !now:
 			queue(b, o, codec.Forget{Island: isl})
 			o.forgetIsland(isl) // the observer drops its baselines of it
@@ -472,6 +481,21 @@ func (b *Broadcaster) Subscribe(id ObserverID, s codec.Subscribe) error {
 		o.subKey = string(key)
 	}
 	return nil
+}
+
+// knownIslands returns the islands with a lease or a manifest, ascending.
+func (b *Broadcaster) knownIslands() []uint32 {
+	out := make([]uint32, 0, len(b.manifests))
+	for isl := range b.manifests {
+		out = append(out, isl)
+	}
+	for isl := range b.leases {
+		if _, ok := b.manifests[isl]; !ok {
+			out = append(out, isl)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // liveIslands returns the islands with both a lease and a manifest, ascending.

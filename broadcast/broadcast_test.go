@@ -112,6 +112,57 @@ func TestCatchUpBeforeFrames(t *testing.T) {
 	}
 }
 
+// TestCatchUpHalfLive: an island whose lease came before an observer's
+// subscription and whose manifest came after it (or the other way round)
+// reaches the observer whole: the catch-up sends the half held, the other
+// half goes live. Without the lease the observer refuses every frame of
+// the island for good; without the manifest it cannot read them.
+func TestCatchUpHalfLive(t *testing.T) {
+	members := ids(1, 3)
+	for _, tc := range []struct {
+		name          string
+		before, after codec.Message
+		want          string
+	}{
+		{"lease first", codec.Lease{Island: 7, Epoch: 1, Owner: 1}, codec.Manifest{Island: 7, Topology: 1, Config: 1, Members: members}, "announce lease manifest "},
+		{"manifest first", codec.Manifest{Island: 7, Topology: 1, Config: 1, Members: members}, codec.Lease{Island: 7, Epoch: 1, Owner: 1}, "announce manifest lease "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := New(Config{})
+			if err := b.Join(5, 0); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []codec.Message{codec.Announce{IDs: members}, tc.before} {
+				if err := b.Apply(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := b.Subscribe(5, codec.Subscribe{All: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Apply(tc.after); err != nil {
+				t.Fatal(err)
+			}
+			b.Frames([]*island.Frame{frameOf(7, members, 1)})
+			ctl, dgs := b.Take(5, nil, nil)
+			if got := types(parseAll(t, ctl)[1:]); got != tc.want || len(dgs) != 1 {
+				t.Fatalf("after the welcome: %s and %d datagrams, want %s and 1", got, len(dgs), tc.want)
+			}
+			// Leaving the island forgets it; coming back catches it up whole.
+			if err := b.Subscribe(5, codec.Subscribe{Islands: []uint32{8}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Subscribe(5, codec.Subscribe{All: true}); err != nil {
+				t.Fatal(err)
+			}
+			ctl, _ = b.Take(5, nil, nil)
+			if got := types(parseAll(t, ctl)); got != "forget lease manifest " {
+				t.Fatalf("away and back: %s", got)
+			}
+		})
+	}
+}
+
 // TestEncodeOnce: on wire 1, observers with the same cap and subscription
 // share one encoding and the very same bytes; another cap costs one more
 // encoding.
