@@ -55,6 +55,15 @@ type Metrics struct {
 	BudgetUsed prometheus.Counter
 	// FramesDeferred counts frames an observer's budget left out.
 	FramesDeferred prometheus.Counter
+	// FramesSkipped counts frames the broadcaster sent to no observer, by
+	// reason: "no-control" (no lease or manifest applied for the island
+	// yet) or "refused" (the encoder refused it: non-finite, over a cap,
+	// not described by the island's links). ControlRefused counts control
+	// messages from the source the broadcaster refused (a full table, a
+	// Physics that does not describe the island's manifest): they reach
+	// no observer.
+	FramesSkipped  *prometheus.CounterVec
+	ControlRefused prometheus.Counter
 	// OldestIslandAge is, at every broadcast, per observer, how long ago the
 	// island it wants that has gone longest without a frame got one, in
 	// seconds; OldestIslandAgeMax the largest over observers at the last
@@ -122,6 +131,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Datagram bytes encoded for observers, summed over them."}),
 		FramesDeferred: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "frames_deferred_total",
 			Help: "Frames an observer's byte budget left out, summed over observers."}),
+		FramesSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "islandsync", Name: "frames_skipped_total",
+			Help: "Frames the broadcaster sent to no observer, by reason: no-control (no lease or manifest applied yet) or refused (the encoder refused it)."}, []string{"reason"}),
+		ControlRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "control_refused_total",
+			Help: "Control messages from the source that the broadcaster refused: they reach no observer."}),
 		OldestIslandAge: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Name: "observer_oldest_island_age_seconds",
 			Help:    "At every broadcast, per observer: the age of the island it wants that went longest without a frame.",
 			Buckets: []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10}}),
@@ -141,7 +154,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.Observers, m.DatagramsSent, m.BytesSent, m.FramesDropped, m.DatagramsSlow, m.Rejects,
 		m.HandshakesFailed, m.JoinsRefused, m.TokensRefused, m.Closes, m.QueueAge, m.QueueAgeMax,
-		m.DatagramWait, m.FramesLate, m.Budget, m.BudgetUsed, m.FramesDeferred, m.OldestIslandAge, m.OldestIslandAgeMax,
+		m.DatagramWait, m.FramesLate, m.Budget, m.BudgetUsed, m.FramesDeferred, m.FramesSkipped, m.ControlRefused, m.OldestIslandAge, m.OldestIslandAgeMax,
 		m.DatagramLoss, m.ParityBroadcasts, m.Steps, m.Broadcasts, m.PaceGaveUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -205,6 +218,25 @@ func (m *Metrics) tokenRefused(reason string) {
 func (m *Metrics) closed(code quic.ApplicationErrorCode) {
 	if m != nil {
 		m.Closes.WithLabelValues(CodeName(code)).Inc()
+	}
+}
+
+// skipped records the frames a broadcast sent to no observer.
+func (m *Metrics) skipped(unknown, refused uint64) {
+	if m == nil {
+		return
+	}
+	if unknown > 0 {
+		m.FramesSkipped.WithLabelValues("no-control").Add(float64(unknown))
+	}
+	if refused > 0 {
+		m.FramesSkipped.WithLabelValues("refused").Add(float64(refused))
+	}
+}
+
+func (m *Metrics) controlRefused() {
+	if m != nil {
+		m.ControlRefused.Inc()
 	}
 }
 

@@ -347,10 +347,14 @@ func (s *Server) send(msgs []codec.Message, frames []*island.Frame, ctl *[]byte,
 	for _, m := range msgs {
 		if err := s.bc.Apply(m); err != nil {
 			s.log.Warn("control refused by broadcaster", "type", m.Type().String(), "err", err)
+			s.m.controlRefused()
 		}
 	}
 	s.pathRates()
+	before := s.bc.Stats()
 	s.bc.Frames(frames)
+	after := s.bc.Stats()
+	s.m.skipped(after.FramesUnknown-before.FramesUnknown, after.FramesRefused-before.FramesRefused)
 	s.flush(ctl, dgs)
 }
 
