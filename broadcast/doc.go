@@ -84,7 +84,9 @@
 //   - An observer gets no frame of an island before that island's Lease and
 //     Manifest were queued on its control stream: frames of islands without
 //     an applied Lease and Manifest are not sent to anyone (counted), and a
-//     subscription's catch-up is queued the moment it is made.
+//     subscription's catch-up is queued the moment it is made, with
+//     whatever of each island's Lease, Manifest and Physics is applied by
+//     then: the rest goes to the observer live, as it is applied.
 //   - A delta names only a frame the observer confirmed holding and still
 //     keeps under the window rule; a new stream, segment or generation
 //     always goes whole.
