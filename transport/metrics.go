@@ -57,8 +57,8 @@ type Metrics struct {
 	FramesDeferred prometheus.Counter
 	// FramesSkipped counts frames the broadcaster sent to no observer, by
 	// reason: "no-control" (no lease or manifest applied for the island
-	// yet) or "refused" (the encoder refused it: non-finite, over a cap,
-	// not described by the island's links). ControlRefused counts control
+	// yet) or "refused" (it could not be coded: a state non-finite or out
+	// of its precision's range, a frame over a cap). ControlRefused counts control
 	// messages from the source the broadcaster refused (a full table, a
 	// Physics that does not describe the island's manifest): they reach
 	// no observer.
