@@ -6,10 +6,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
-
-	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/scenario"
 )
 

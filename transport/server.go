@@ -351,10 +351,14 @@ func (s *Server) send(msgs []codec.Message, frames []*island.Frame, ctl *[]byte,
 		}
 	}
 	s.pathRates()
-	before := s.bc.Stats()
-	s.bc.Frames(frames)
-	after := s.bc.Stats()
-	s.m.skipped(after.FramesUnknown-before.FramesUnknown, after.FramesRefused-before.FramesRefused)
+	if s.m == nil {
+		s.bc.Frames(frames)
+	} else {
+		before := s.bc.Stats()
+		s.bc.Frames(frames)
+		after := s.bc.Stats()
+		s.m.skipped(after.FramesUnknown-before.FramesUnknown, after.FramesRefused-before.FramesRefused)
+	}
 	s.flush(ctl, dgs)
 }
 
