@@ -25,6 +25,7 @@ func newBudgetLoop(t *testing.T, scene string, cfg broadcast.Config) *lagLoop {
 // run of 20 broadcasts (one second) stay within 21 budgets; and no island
 // waits more than a second for a frame.
 func TestBudgetOnFiedler(t *testing.T) {
+	skipLongUnderRace(t, "steps 901 bodies for 110 broadcasts")
 	l := newBudgetLoop(t, "fiedler", broadcast.Config{Class: func(uint32, int) quant.Class { return quant.Rigid }})
 	bc, rx := l.bc, l.rx
 	for range 10 { // the catch-up (identities, leases, manifests, physics, spawns) at no cap
@@ -81,6 +82,7 @@ func TestBudgetOnFiedler(t *testing.T) {
 // the cap in force, more than twice as much goes before the drop and after
 // the return as during it, and every frame sent still commits whole.
 func TestBudgetStep(t *testing.T) {
+	skipLongUnderRace(t, "steps 901 bodies for 380 broadcasts")
 	l := newBudgetLoop(t, "fiedler", broadcast.Config{ObserverKbps: 1000})
 	bc, rx := l.bc, l.rx
 	for range 200 { // 10 s: the pusher has reached the stacks
@@ -165,5 +167,16 @@ func TestLeftOutGoesStale(t *testing.T) {
 	t.Logf("%d frames left out of %d; %d stale island views in %d renders, %d renders ready", bs.Deferred, bs.Frames, stale, renders, readyRenders)
 	if bs.Deferred < bs.Frames/2 || stale == 0 {
 		t.Fatalf("the budget left out %d of %d frames and no island went stale", bs.Deferred, bs.Frames)
+	}
+}
+
+// skipLongUnderRace skips a long single-goroutine scene test under the race
+// detector. The receiver and the broadcaster start no goroutines, so such a
+// test has no race to find; under -race it only takes minutes (TestBudgetStep
+// alone took 139 s) of the package's ten. The plain go test runs it.
+func skipLongUnderRace(t *testing.T, what string) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip(what + " on one goroutine: nothing for the race detector; go test without -race runs it")
 	}
 }

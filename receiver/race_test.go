@@ -3,5 +3,5 @@
 package receiver
 
 // raceEnabled: the race detector slows everything several times over; the
-// big world test then does not run.
+// big world test and the long budget tests then do not run.
 const raceEnabled = true
