@@ -60,9 +60,13 @@
 // (transport.Prompter): a gained shard's leases, manifests and spawns —
 // its islands' first states, at the time the authority stands at — go out
 // without waiting for the next step, and its first frames come from that
-// step. Serve's Gain hook does not wait, so the shards gained together (a
-// drain's, a crashed holder's) start together, while its Lose hook returns
-// only once the shard's frames have stopped. RunFront runs a
+// step. Serve's Gain hook does not wait: a gained shard's world is built
+// and caught up on a goroutine of its own (scenario.Authority.Prepare)
+// while the step goroutine goes on stepping the other shards, and is taken
+// up (Adopt) as soon as it is ready, so the shards gained together (a
+// drain's, a crashed holder's) are built side by side rather than one
+// after another on the step goroutine. Its Lose hook returns only once the
+// shard's frames have stopped. RunFront runs a
 // front: it dials every registered authority as an observer (pinning the
 // fingerprint the authority registered beside its address; an observer
 // that renders four times a second and simulates nothing, for the relay

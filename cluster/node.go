@@ -248,12 +248,14 @@ func (s *standby) follow(ctx context.Context, tb *Table, log *slog.Logger) {
 // shardSource is an authority's transport.Source: a shard authority whose
 // shards Serve's hooks change between steps.
 type shardSource struct {
-	auth   *scenario.Authority
-	last   scenario.Continue  // the standby's
-	now    func() island.Time // the timeline's clock, µs; nil: steps alone keep the time
-	mu     sync.Mutex
-	reqs   []shardReq
-	prompt chan struct{} // a change waits: the server takes it at once (Urgent)
+	auth      *scenario.Authority
+	last      scenario.Continue  // the standby's
+	now       func() island.Time // the timeline's clock, µs; nil: steps alone keep the time
+	mu        sync.Mutex
+	reqs      []*shardReq
+	prompt    chan struct{}  // a change waits: the server takes it at once (Urgent)
+	step      atomic.Int64   // the authority's timeline step + 1, for the gains prepared meanwhile; 0: not known yet (a gain is then built where it is taken)
+	preparing sync.WaitGroup // gains whose worlds are being prepared
 }
 
 type shardReq struct {
@@ -261,12 +263,22 @@ type shardReq struct {
 	epoch uint32
 	gain  bool
 	done  chan struct{}
+	// A gain's world, prepared on a goroutine of its own (nil when the
+	// preparation failed: the gain then builds it where it is taken);
+	// ready is closed once it is set.
+	prepared *scenario.Prepared
+	ready    chan struct{}
 }
 
-func (s *shardSource) request(r shardReq) {
+func (s *shardSource) request(r *shardReq) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, r)
 	s.mu.Unlock()
+	s.poke()
+}
+
+// poke tells the server that a change waits.
+func (s *shardSource) poke() {
 	select {
 	case s.prompt <- struct{}{}:
 	default:
@@ -274,28 +286,53 @@ func (s *shardSource) request(r shardReq) {
 }
 
 // change hands a shard gained or lost to the server, which takes every
-// change queued, in order, at once between two steps (Urgent), or at the
-// next step. A loss waits until it was taken (or stopped is closed): from
-// then on the shard's frames have stopped. A gain does not wait, so that
-// the shards gained together — a drain's, a crashed holder's — all start
-// at the same instant rather than one after another; its announcement
-// (leases, manifests, the islands' spawns) goes out at once, and its first
-// frames at the next step.
+// change queued, in order, between two steps (Urgent) or at the next step.
+// A loss waits until it was taken (or stopped is closed): from then on the
+// shard's frames have stopped. A gain does not wait: its world is built
+// and caught up to the authority's time on a goroutine of its own
+// (scenario.Authority.Prepare) — the server's loop goes on stepping the
+// other shards meanwhile, and the shards gained together, a drain's or a
+// crashed holder's, are built side by side rather than one after another
+// on the loop — and the server takes it up as soon as it is ready, with
+// the changes queued behind it; its announcement (leases, manifests, the
+// islands' spawns) goes out at once, and its first frames at the next
+// step.
 func (s *shardSource) change(shard, epoch uint32, gain bool, stopped <-chan struct{}) {
-	r := shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
-	s.request(r)
+	r := &shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
 	if gain {
+		r.ready = make(chan struct{})
+		s.preparing.Add(1)
+		go func() {
+			defer s.preparing.Done()
+			s.prepare(r)
+		}()
+		s.request(r)
 		return
 	}
+	s.request(r)
 	select {
 	case <-r.done:
 	case <-stopped:
 	}
 }
 
+// prepare builds a gained shard's world at the authority's step, and
+// tells the server it is ready.
+func (s *shardSource) prepare(r *shardReq) {
+	if at := s.step.Load() - 1; at >= 0 {
+		if p, err := s.auth.Prepare(int(r.shard), r.epoch, s.last, at); err == nil {
+			r.prepared = p
+		}
+	}
+	close(r.ready)
+	s.poke()
+}
+
 func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
 	s.take()
-	return s.auth.Step()
+	msgs, frames := s.auth.Step()
+	s.step.Store(s.auth.Steps() + 1)
+	return msgs, frames
 }
 
 // Prompt receives when a change waits (transport.Prompter).
@@ -310,7 +347,7 @@ func (s *shardSource) Urgent() ([]codec.Message, []*island.Frame) {
 }
 
 // take brings the authority's time up to the clock and takes the changes
-// queued.
+// queued, in order, up to the first gain whose world is not ready yet.
 func (s *shardSource) take() {
 	if s.now != nil {
 		// Steps that came late (a loaded machine drops ticks) would leave
@@ -322,17 +359,37 @@ func (s *shardSource) take() {
 			s.auth.Skip(n - 1)
 		}
 	}
+	s.step.Store(s.auth.Steps() + 1)
 	s.mu.Lock()
 	reqs := s.reqs
-	s.reqs = nil
+	n := 0
+	for n < len(reqs) && !waiting(reqs[n]) {
+		n++
+	}
+	s.reqs = append([]*shardReq(nil), reqs[n:]...) // a new array: reqs[:n] is read below, unlocked
 	s.mu.Unlock()
-	for _, r := range reqs {
+	for _, r := range reqs[:n] {
 		if r.gain {
-			_ = s.auth.Gain(int(r.shard), r.epoch, s.last)
+			if r.prepared == nil || s.auth.Adopt(r.prepared) != nil {
+				_ = s.auth.Gain(int(r.shard), r.epoch, s.last)
+			}
 		} else {
 			s.auth.Lose(int(r.shard))
 		}
 		close(r.done)
+	}
+}
+
+// waiting reports whether r is a gain whose world is still being prepared.
+func waiting(r *shardReq) bool {
+	if !r.gain {
+		return false
+	}
+	select {
+	case <-r.ready:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -378,6 +435,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	n := len(cfg.Scenarios)
 	sb := newStandby(func(id uint32) uint32 { return uint32(scenario.ShardOf(id, n)) })
 	src := &shardSource{auth: auth, last: sb.last, now: func() island.Time { return island.Time(w.Now(time.Now())) }, prompt: make(chan struct{}, 1)}
+	src.step.Store(auth.Steps() + 1)
 	cfg.Server.Timeline = w.Timeline
 	if cfg.Dial {
 		cfg.Server.DialOnly = true

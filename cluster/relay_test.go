@@ -748,16 +748,18 @@ func lateUplink(t *testing.T, spread, phase int, seed uint64) (worst int, st Rel
 }
 
 // TestGainsStartTogether: shards gained one after another before the next
-// step — a drain's, a crashed holder's — all send their first frames from
-// that one step: a gain does not wait for a step to take it (if it did,
-// this test would wait for ever). A loss, which waits, is taken by the
-// next step.
+// step — a drain's, a crashed holder's — and prepared by then all send
+// their first frames from that one step: a gain does not wait for a step
+// to take it (if it did, this test would wait for ever). A loss, which
+// waits, is taken by the next step.
 func TestGainsStartTogether(t *testing.T) {
 	auth, n := shardAuthority(t, "bridge,chain")
 	src := &shardSource{auth: auth}
+	src.step.Store(auth.Steps() + 1)
 	never := make(chan struct{})
 	src.change(0, 1, true, never)
 	src.change(1, 1, true, never)
+	src.preparing.Wait()
 	_, frames := src.Step()
 	shards := map[int]int{}
 	for _, f := range frames {
@@ -791,6 +793,7 @@ func TestGainAnnouncedAtOnce(t *testing.T) {
 	src.Step()
 	at := auth.Time()
 	src.change(0, 7, true, nil)
+	src.preparing.Wait()
 	select {
 	case <-src.Prompt():
 	default:
@@ -815,6 +818,52 @@ func TestGainAnnouncedAtOnce(t *testing.T) {
 	}
 	if _, frames := src.Step(); len(frames) == 0 {
 		t.Fatal("the step after sent no first frames")
+	}
+}
+
+// TestGainPreparedOffTheLoop: a gained shard's world is built on a
+// goroutine of its own while the server's loop goes on stepping (if a step
+// waited for it, this test would wait for ever); a loss queued behind the
+// gain is not taken before it; once the world is ready the next step takes
+// both, in order, and then the loss returns. The gain's world continues
+// from the standby's states (it asked for them).
+func TestGainPreparedOffTheLoop(t *testing.T) {
+	auth, _ := shardAuthority(t, "bridge")
+	release, asked := make(chan struct{}), make(chan struct{}, 1)
+	last := func(island.MemberID) (island.State, island.Time, bool) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-release // the preparation is slow
+		return island.State{}, 0, false
+	}
+	src := &shardSource{auth: auth, last: last, prompt: make(chan struct{}, 1)}
+	src.Step()
+	src.change(0, 3, true, nil)
+	<-asked
+	loss := &shardReq{shard: 0, epoch: 3, done: make(chan struct{})} // what change queues for a loss
+	src.request(loss)
+	lost := loss.done
+	for range 5 {
+		if _, frames := src.Step(); len(frames) != 0 {
+			t.Fatalf("%d frames while the gained world is being built", len(frames))
+		}
+		if got := auth.Shards(); len(got) != 0 {
+			t.Fatalf("stepping shards %v before the gain is ready", got)
+		}
+	}
+	select {
+	case <-lost:
+		t.Fatal("the loss was taken before the gain queued ahead of it")
+	default:
+	}
+	close(release)
+	src.preparing.Wait()
+	src.Step()
+	<-lost
+	if got := auth.Shards(); len(got) != 0 {
+		t.Fatalf("after the gain and the loss, the authority steps shards %v", got)
 	}
 }
 

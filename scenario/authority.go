@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -85,8 +86,17 @@ func (a *Authority) build() {
 // buildStage builds scenario k's world at the current time, its islands
 // at epoch (0: 1), appends it to the stages and its members' ids to ids.
 func (a *Authority) buildStage(k int, epoch uint32, ids []island.MemberID) []island.MemberID {
+	st, ids := a.newStage(k, epoch, a.step, ids)
+	a.stages = append(a.stages, st)
+	return ids
+}
+
+// newStage builds scenario k's world at timeline step step, its islands at
+// epoch (0: 1), and appends its members' ids to ids. It reads only what
+// the authority was made with and its generation.
+func (a *Authority) newStage(k int, epoch uint32, step int64, ids []island.MemberID) (*stage, []island.MemberID) {
 	w := physics.NewWorld(StepHz)
-	w.StepBase = a.step
+	w.StepBase = step
 	w.DefaultEpoch = epoch
 	w.SetIDBase(1 + (a.gen*uint64(len(a.scenarios))+uint64(k))*IDSpan)
 	st := &stage{k: k, w: w, sampler: physics.NewSampler(w, a.sendHz)}
@@ -96,8 +106,7 @@ func (a *Authority) buildStage(k int, epoch uint32, ids []island.MemberID) []isl
 			ids = append(ids, b.ID)
 		}
 	}
-	a.stages = append(a.stages, st)
-	return ids
+	return st, ids
 }
 
 // announce queues the Announce of ids, then the Lease, Manifest, Physics
@@ -190,21 +199,49 @@ const MaxCatchUp = StepHz / 5
 // authority handed the shard on and stepped it meanwhile — the world
 // first runs those steps, so that its first frame shows the bodies where
 // the previous authority's last frames have them, not where they were.
-// A scenario already stepped is left alone.
+// A scenario already stepped is left alone. Gain is Prepare at the
+// authority's step, then Adopt.
 func (a *Authority) Gain(k int, epoch uint32, last Continue) error {
-	if k < 0 || k >= len(a.scenarios) {
-		return fmt.Errorf("scenario: shard %d outside [0, %d)", k, len(a.scenarios))
-	}
 	for _, st := range a.stages {
 		if st.k == k {
 			return nil
 		}
 	}
-	ids := a.buildStage(k, epoch, nil)
+	p, err := a.Prepare(k, epoch, last, a.step)
+	if err != nil {
+		return err
+	}
+	return a.Adopt(p)
+}
+
+// A Prepared is a shard's world that Prepare built and caught up, off the
+// authority's own goroutine, for Adopt to take up.
+type Prepared struct {
+	k    int
+	st   *stage
+	ids  []island.MemberID
+	step int64 // the timeline step the world has reached
+}
+
+// Step returns the timeline step the prepared world has reached: Adopt
+// takes it up at that step or later.
+func (p *Prepared) Step() int64 { return p.step }
+
+// Prepare does the work of Gain — builds scenario k's world, its islands
+// at epoch, continues it from last and runs its catch-up — up to timeline
+// step at (Steps, Time · StepHz / 1e6), without touching the authority,
+// so that it can run on another goroutine while the authority steps: a
+// gain then costs the authority's loop only Adopt. It reads only what
+// NewShardAuthority was given; it must not run beside Restart. Nothing is
+// queued until Adopt.
+func (a *Authority) Prepare(k int, epoch uint32, last Continue, at int64) (*Prepared, error) {
+	if k < 0 || k >= len(a.scenarios) {
+		return nil, fmt.Errorf("scenario: shard %d outside [0, %d)", k, len(a.scenarios))
+	}
+	st, ids := a.newStage(k, epoch, at, nil)
 	if last != nil {
-		st := a.stages[len(a.stages)-1]
-		n := a.stateAge(ids, last)
-		st.w.StepBase = a.step - n // no step run yet: it ends its catch-up at now
+		n := stateAge(ids, last, timeOf(at))
+		st.w.StepBase = at - n // no step run yet: it ends its catch-up at step at
 		st.w.Restore(func(id island.MemberID) (island.State, bool) {
 			s, _, ok := last(id)
 			return s, ok
@@ -213,23 +250,58 @@ func (a *Authority) Gain(k int, epoch uint32, last Continue) error {
 			st.step()
 		}
 	}
-	a.announce(ids)
+	return &Prepared{k: k, st: st, ids: ids, step: at}, nil
+}
+
+// ErrPreparedAhead: Adopt was given a world prepared at a step the
+// authority has not reached; it cannot step back. Gain builds it anew.
+var ErrPreparedAhead = errors.New("scenario: world prepared ahead of the authority")
+
+// Adopt takes up a world Prepare built: it steps on from the step it was
+// prepared at to the authority's — at most MaxCatchUp steps, its time
+// moving on without steps past that, as Skip does — joins the worlds
+// stepped, and its catch-up messages are queued for the next Step, as
+// Gain queues them. A world prepared at step s and adopted at s+d runs
+// the same steps from the same state as Gain at s+d would (while the
+// catch-up stays within MaxCatchUp), so the two end alike. A scenario
+// already stepped is left alone; a world prepared ahead of the authority
+// is refused (ErrPreparedAhead).
+func (a *Authority) Adopt(p *Prepared) error {
+	for _, st := range a.stages {
+		if st.k == p.k {
+			return nil
+		}
+	}
+	if p.step > a.step {
+		return fmt.Errorf("%w: shard %d at step %d, the authority at %d", ErrPreparedAhead, p.k, p.step, a.step)
+	}
+	behind := a.step - p.step
+	if behind > MaxCatchUp {
+		p.st.w.StepBase += behind - MaxCatchUp
+		behind = MaxCatchUp
+	}
+	for range behind {
+		p.st.step()
+	}
+	p.step = a.step
+	a.stages = append(a.stages, p.st)
+	a.announce(p.ids)
 	return nil
 }
 
 // stateAge returns how many steps before now the newest state last gives
 // of ids was observed; 0 when that is more than MaxCatchUp.
-func (a *Authority) stateAge(ids []island.MemberID, last Continue) int64 {
+func stateAge(ids []island.MemberID, last Continue, now island.Time) int64 {
 	newest, any := island.Time(0), false
 	for _, id := range ids {
 		if _, t, ok := last(id); ok && (!any || t > newest) {
 			newest, any = t, true
 		}
 	}
-	if !any || newest >= a.Time() {
+	if !any || newest >= now {
 		return 0
 	}
-	n := (int64(a.Time()-newest)*StepHz + 500_000) / 1_000_000
+	n := (int64(now-newest)*StepHz + 500_000) / 1_000_000
 	if n > MaxCatchUp {
 		return 0
 	}
@@ -368,6 +440,9 @@ func (a *Authority) ScenarioOf(id uint32) string {
 
 // Time returns the authority time of the last step, µs.
 func (a *Authority) Time() island.Time { return timeOf(a.step) }
+
+// Steps returns the timeline's steps so far: Time is Steps / StepHz.
+func (a *Authority) Steps() int64 { return a.step }
 
 // Period returns the broadcast period, µs.
 func (a *Authority) Period() int64 {

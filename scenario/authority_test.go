@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -398,5 +400,102 @@ func TestSkip(t *testing.T) {
 				t.Fatalf("a frame at %d after the skip, off the 50 ms grid", f.Time)
 			}
 		}
+	}
+}
+
+// TestPrepareAdopt: a shard's world prepared off the authority's loop at
+// one step and adopted two steps later goes on exactly as one gained at
+// the later step: the same Spawns, then the same frames. Preparing queues
+// nothing; a world prepared ahead of the authority is refused.
+func TestPrepareAdopt(t *testing.T) {
+	scs, err := Pick("bridge,chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The previous holder's states of the chain, two steps before the
+	// preparation: Prepare runs a catch-up of its own, Adopt two more.
+	src, _ := NewShardAuthority(scs, 20, 3_000_000)
+	_ = src.Gain(1, 1, nil)
+	var then map[island.MemberID]island.State
+	var at island.Time
+	for range 40 {
+		_, frames := src.Step()
+		for _, f := range frames {
+			then, at = map[island.MemberID]island.State{}, f.Time
+			for _, m := range f.Members {
+				then[m.ID] = m.State
+			}
+		}
+	}
+	cont := func(id island.MemberID) (island.State, island.Time, bool) {
+		s, ok := then[id]
+		return s, at, ok
+	}
+	now := at + 2*1_000_000/StepHz
+	gained, _ := NewShardAuthority(scs, 20, now)
+	adopted, _ := NewShardAuthority(scs, 20, now)
+	for _, a := range []*Authority{gained, adopted} {
+		if err := a.Gain(0, 1, nil); err != nil { // a shard each already steps
+			t.Fatal(err)
+		}
+		a.Step()
+	}
+	p, err := adopted.Prepare(1, 2, cont, adopted.step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adopted.Prepare(len(scs), 2, cont, adopted.step); err == nil {
+		t.Fatal("Prepare of a shard outside the scenarios")
+	}
+	for range 2 {
+		gained.Step()
+		msgs, _ := adopted.Step()
+		for _, m := range msgs {
+			if _, ok := m.(codec.Spawn); ok {
+				t.Fatal("Prepare queued the world's catch-up before Adopt")
+			}
+		}
+	}
+	if err := gained.Gain(1, 2, cont); err != nil {
+		t.Fatal(err)
+	}
+	if err := adopted.Adopt(p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Step() != adopted.step {
+		t.Fatalf("adopted at step %d, the authority is at %d", p.Step(), adopted.step)
+	}
+	spawns := 0
+	for i := range 10 {
+		gm, gf := gained.Step()
+		am, af := adopted.Step()
+		if !reflect.DeepEqual(gm, am) {
+			t.Fatalf("step %d: control differs:\ngained  %+v\nadopted %+v", i, gm, am)
+		}
+		if len(gf) != len(af) {
+			t.Fatalf("step %d: %d frames gained, %d adopted", i, len(gf), len(af))
+		}
+		for j := range gf {
+			if !reflect.DeepEqual(*gf[j], *af[j]) {
+				t.Fatalf("step %d: frame %d differs:\ngained  %+v\nadopted %+v", i, j, *gf[j], *af[j])
+			}
+		}
+		for _, m := range am {
+			if _, ok := m.(codec.Spawn); ok {
+				spawns++
+			}
+		}
+	}
+	if spawns == 0 {
+		t.Fatal("the adopted world was never announced")
+	}
+
+	ahead, err := adopted.Prepare(1, 3, cont, adopted.step+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted.Lose(1)
+	if err := adopted.Adopt(ahead); !errors.Is(err, ErrPreparedAhead) {
+		t.Fatalf("a world prepared ahead: %v, want ErrPreparedAhead", err)
 	}
 }

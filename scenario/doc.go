@@ -14,7 +14,9 @@
 // the steps between broadcasts, so that every authority of one timeline
 // samples at the same instants; a world it gains continues from the
 // states a Continue gives, first run forward to now when they are at most
-// MaxCatchUp steps old; and one whose steps fell behind the clock moves its
+// MaxCatchUp steps old (Gain, or Prepare on another goroutine and Adopt
+// on the authority's, for a caller whose loop must not wait for the
+// build); and one whose steps fell behind the clock moves its
 // time on without stepping (Behind, Skip). It reads no clock itself: the
 // caller passes the timeline's time.
 package scenario
