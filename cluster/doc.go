@@ -122,9 +122,12 @@
 // A new holder continues each body of a shard it gains from the newest
 // state it received of it (RunAuthority follows one front as an observer
 // of the whole world, a standby), first stepped forward to its own time
-// when that state is at most scenario.MaxCatchUp steps old (a drain);
-// the scenario's script starts over, and
-// bodies it never heard of start where the scenario puts them. Epochs are
+// when that state is at most scenario.MaxCatchUp steps old (a drain).
+// The scenario's script runs on the timeline's clock, so the new holder's
+// world starts with what the script did before the gain (a joint broken, a
+// rope loosened) and does none of it again; the topology it continues from
+// is the script's, not what the Physics descriptions it holds say. Bodies
+// it never heard of start where the scenario puts them. Epochs are
 // etcd revisions and must fit 32 bits (ErrEpochRange);
 // at most MaxShards shards and MaxMembers members per world; what a Table
 // reads from etcd is checked like any input, and keys or values that break

@@ -251,7 +251,8 @@ func (o *oneShard) tick(feed func(now int64)) {
 }
 
 // TestRelayForgetsOverlapped: the bridge of "break" splits in two under
-// authority a; b takes the shard and, starting the scenario over, states
+// authority a; b takes the shard with a world whose topology differs —
+// "bridge", the same planks under the same ids, never broken — and states
 // one whole bridge. The half a split off is nobody's now, and b's manifest
 // claims its planks: the relay forgets it as it forwards b's manifest, not
 // ForgetAfter later, so that no observer places one plank from two islands.
@@ -259,7 +260,7 @@ func (o *oneShard) tick(feed func(now int64)) {
 func TestRelayForgetsOverlapped(t *testing.T) {
 	fn := fence{0: {Holder: "a", Epoch: 100}}
 	r := newOneShard(t, "break", fn, nil, receiver.Config{})
-	a, relay, obs, upA, scs := r.a, r.relay, r.obs, r.up, r.scs
+	a, relay, obs, upA := r.a, r.relay, r.obs, r.up
 	step := func(src *scenario.Authority, up *link) {
 		r.tick(func(now int64) {
 			msgs, frames := src.Step()
@@ -273,7 +274,7 @@ func TestRelayForgetsOverlapped(t *testing.T) {
 		t.Fatalf("the observer knows %d islands after the break, want its 2 halves", n)
 	}
 	fn[0] = Holding{Holder: "b", Epoch: 200}
-	b, _ := scenario.NewShardAuthority(scs, 20, a.Time())
+	b, _ := scenario.NewShardAuthority(wholeBridge(t), 20, a.Time())
 	_ = b.Gain(0, 200, nil)
 	upB := newLink(t, 2, b.Period(), relay.Upstream("b").Hooks(receiver.Config{}))
 	for range 3 {
@@ -299,6 +300,19 @@ func TestRelayForgetsOverlapped(t *testing.T) {
 	if st := relay.Stats(); st.Forgotten != 1 {
 		t.Fatalf("relay forgot %d islands, want the broken-off half", st.Forgotten)
 	}
+}
+
+// wholeBridge is the scenario list of a holder whose shard 0 is the
+// bridge of "break" never broken: a new holder whose topology differs from
+// the old one's. (A holder of "break" itself continues the scenario on the
+// timeline's clock, the bridge already broken.)
+func wholeBridge(t *testing.T) []scenario.Scenario {
+	t.Helper()
+	scs, err := scenario.Pick("bridge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scs
 }
 
 // TestRelayForgetsOverlappedInHandOff: as TestRelayForgetsOverlapped, but
@@ -344,7 +358,7 @@ func TestRelayForgetsOverlappedInHandOff(t *testing.T) {
 	}
 	fn.handing[0] = Holding{Holder: "a", Epoch: 100}
 	fn.fence[0] = Holding{Holder: "b", Epoch: 200}
-	b, _ = scenario.NewShardAuthority(r.scs, 20, r.a.Time()-3*1_000_000/scenario.StepHz)
+	b, _ = scenario.NewShardAuthority(wholeBridge(t), 20, r.a.Time()-3*1_000_000/scenario.StepHz)
 	_ = b.Gain(0, 200, nil)
 	upB = newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
 	for range scenario.StepHz {

@@ -27,6 +27,8 @@ type stage struct {
 	extra   []island.Frame // frames produced outside the cadence (Releasing)
 	// announced: the stage's islands were spawned on the control stream.
 	announced bool
+	origin    int64 // the timeline step the scenario's script counts from
+	next      int   // the script's actions run so far, in step order
 }
 
 // handOff sends a Releasing frame from the island's current owner, then
@@ -86,21 +88,24 @@ func (a *Authority) build() {
 // buildStage builds scenario k's world at the current time, its islands
 // at epoch (0: 1), appends it to the stages and its members' ids to ids.
 func (a *Authority) buildStage(k int, epoch uint32, ids []island.MemberID) []island.MemberID {
-	st, ids := a.newStage(k, epoch, a.step, ids)
+	st, ids := a.newStage(k, epoch, a.step, a.step, ids)
 	a.stages = append(a.stages, st)
 	return ids
 }
 
 // newStage builds scenario k's world at timeline step step, its islands at
-// epoch (0: 1), and appends its members' ids to ids. It reads only what
-// the authority was made with and its generation.
-func (a *Authority) newStage(k int, epoch uint32, step int64, ids []island.MemberID) (*stage, []island.MemberID) {
+// epoch (0: 1), its script counting from timeline step origin, and appends
+// its members' ids to ids. The script's actions due at or before step
+// have happened (pastActions). It reads only what the authority was made
+// with and its generation.
+func (a *Authority) newStage(k int, epoch uint32, step, origin int64, ids []island.MemberID) (*stage, []island.MemberID) {
 	w := physics.NewWorld(StepHz)
 	w.StepBase = step
 	w.DefaultEpoch = epoch
 	w.SetIDBase(1 + (a.gen*uint64(len(a.scenarios))+uint64(k))*IDSpan)
-	st := &stage{k: k, w: w, sampler: physics.NewSampler(w, a.sendHz)}
+	st := &stage{k: k, w: w, sampler: physics.NewSampler(w, a.sendHz), origin: origin}
 	st.script = a.scenarios[k].build(w)
+	st.pastActions()
 	for _, is := range w.Islands() {
 		for _, b := range is.Members {
 			ids = append(ids, b.ID)
@@ -238,7 +243,7 @@ func (a *Authority) Prepare(k int, epoch uint32, last Continue, at int64) (*Prep
 	if k < 0 || k >= len(a.scenarios) {
 		return nil, fmt.Errorf("scenario: shard %d outside [0, %d)", k, len(a.scenarios))
 	}
-	st, ids := a.newStage(k, epoch, at, nil)
+	st, ids := a.newStage(k, epoch, at, 0, nil)
 	if last != nil {
 		n := stateAge(ids, last, timeOf(at))
 		st.w.StepBase = at - n // no step run yet: it ends its catch-up at step at
@@ -419,12 +424,37 @@ func (a *Authority) Skip(n int64) {
 // step advances the stage's world one step and runs its script.
 func (st *stage) step() {
 	st.w.Step()
-	if act := st.script.actions[st.w.Steps()]; act != nil {
-		act(st.w, st)
-	}
+	age := st.age()
+	st.fire(age)
 	if st.script.every != nil {
-		st.script.every(st.w.Steps())
+		st.script.every(age)
 	}
+}
+
+// age is how many timeline steps the stage's scenario has run: its script's
+// clock.
+func (st *stage) age() int64 { return st.w.StepBase + st.w.Steps() - st.origin }
+
+// fire runs, in order, the script's actions due at or before age that have
+// not run: one a step as the world steps, several after a Skip, and every
+// action already past when the world is built (pastActions).
+func (st *stage) fire(age int64) {
+	order := st.script.order()
+	for st.next < len(order) && order[st.next] <= age {
+		st.script.actions[order[st.next]](st.w, st)
+		st.next++
+	}
+}
+
+// pastActions brings a world just built up to its scenario's age: a world
+// built for a shard another authority held steps on a scenario that ran
+// before it, so the actions due by now have happened there (a joint broken,
+// a rope loosened, an island handed on) and happen here at once, before
+// the states it continues from are restored. A frame an action sampled on
+// the way (a hand-off's Releasing frame) is not sent: its moment is past.
+func (st *stage) pastActions() {
+	st.fire(st.age())
+	st.extra = st.extra[:0]
 }
 
 // ScenarioOf returns the name of the scenario island id belongs to, or ""

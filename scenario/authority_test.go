@@ -499,3 +499,77 @@ func TestPrepareAdopt(t *testing.T) {
 		t.Fatalf("a world prepared ahead: %v, want ErrPreparedAhead", err)
 	}
 }
+
+// TestGainAfterScriptedEvents: a shard's scenario runs on the timeline's
+// clock, whoever holds it. A holder that gains the bridge after its
+// scripted break (at 2 s of the timeline) starts from the broken bridge —
+// the same islands with the same members as the previous holder's — and
+// the break does not happen again 2 s after the gain; one that gains the
+// chain after its scripted hand-off sends no Releasing frame for it.
+func TestGainAfterScriptedEvents(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		islands int
+	}{{"break", 2}, {"handoff", 1}} {
+		t.Run(c.name, func(t *testing.T) { gainAfterScript(t, c.name, c.islands) })
+	}
+}
+
+// gainAfterScript is TestGainAfterScriptedEvents on scenario name, which
+// has n islands once its script has run.
+func gainAfterScript(t *testing.T, name string, n int) {
+	scs, err := Pick(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := NewShardAuthority(scs, 20, 0)
+	_ = a.Gain(0, 1, nil)
+	for range 160 { // past the break at step 120 and the hand-off at 150
+		a.Step()
+	}
+	islands := func(x *Authority) map[uint32][]island.MemberID {
+		out := map[uint32][]island.MemberID{}
+		for _, w := range x.Worlds() {
+			for _, is := range w.Islands() {
+				for _, m := range is.Members {
+					out[is.ID] = append(out[is.ID], m.ID)
+				}
+				slices.SortFunc(out[is.ID], func(p, q island.MemberID) int { return int(p.Stable) - int(q.Stable) })
+			}
+		}
+		return out
+	}
+	before := islands(a)
+	if len(before) != n {
+		t.Fatalf("%d islands after the script ran, want %d", len(before), n)
+	}
+	states := map[island.MemberID]island.State{}
+	for _, w := range a.Worlds() {
+		for _, is := range w.Islands() {
+			var f island.Frame
+			w.Sample(is, &f)
+			for _, m := range f.Members {
+				states[m.ID] = m.State
+			}
+		}
+	}
+	b, _ := NewShardAuthority(scs, 20, a.Time())
+	if err := b.Gain(0, 2, func(id island.MemberID) (island.State, island.Time, bool) {
+		s, ok := states[id]
+		return s, a.Time(), ok
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 { // past 2 s after the gain: the script would have broken the bridge again by now
+		if got := islands(b); !reflect.DeepEqual(got, before) {
+			t.Fatalf("%d steps after the gain the new holder has islands %v, the old one had %v", i, got, before)
+		}
+		msgs, frames := b.Step()
+		for _, f := range frames {
+			if f.Flags&island.FlagReleasing != 0 {
+				t.Fatalf("step %d: a Releasing frame of island %d", i, f.Key.Island)
+			}
+		}
+		_ = msgs
+	}
+}

@@ -12,7 +12,12 @@
 // A shard authority (NewShardAuthority) steps only the worlds it gained,
 // for a cluster: it starts on a step of the timeline that is a multiple of
 // the steps between broadcasts, so that every authority of one timeline
-// samples at the same instants; a world it gains continues from the
+// samples at the same instants; a gained world's script counts from the
+// timeline's origin, not from the gain, so every holder of a shard agrees
+// on what its script has done — a world gained after a scripted event
+// starts with it done, and it does not happen again (each Authority's own
+// worlds, and those Restart builds, count from when they were built); a
+// world it gains continues from the
 // states a Continue gives, first run forward to now when they are at most
 // MaxCatchUp steps old (Gain, or Prepare on another goroutine and Adopt
 // on the authority's, for a caller whose loop must not wait for the

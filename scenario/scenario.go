@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"math"
+	"slices"
 
 	"github.com/jakecoffman/cp/v2"
 
@@ -19,15 +20,30 @@ type Scenario struct {
 // script holds the scenario's scheduled actions, by simulation step.
 type script struct {
 	actions map[int64]func(w *physics.World, s *stage)
-	// every, when set, runs after every step with the step count.
+	steps   []int64 // the actions' steps, ascending (order)
+	// every, when set, runs after every step with the scenario's age in
+	// steps.
 	every func(step int64)
 }
 
+// at makes f run once the scenario has run step steps.
 func (s *script) at(step int64, f func(w *physics.World, st *stage)) {
 	if s.actions == nil {
 		s.actions = map[int64]func(*physics.World, *stage){}
 	}
 	s.actions[step] = f
+	s.steps = nil
+}
+
+// order returns the actions' steps, ascending.
+func (s *script) order() []int64 {
+	if s.steps == nil && len(s.actions) > 0 {
+		for k := range s.actions {
+			s.steps = append(s.steps, k)
+		}
+		slices.Sort(s.steps)
+	}
+	return s.steps
 }
 
 // All lists every scenario, in the order the demo runs them.
