@@ -89,15 +89,16 @@ func (a *Authority) build() {
 // at epoch (0: 1), appends it to the stages and its members' ids to ids.
 func (a *Authority) buildStage(k int, epoch uint32, ids []island.MemberID) []island.MemberID {
 	st, ids := a.newStage(k, epoch, a.step, a.step, ids)
+	st.pastActions()
 	a.stages = append(a.stages, st)
 	return ids
 }
 
 // newStage builds scenario k's world at timeline step step, its islands at
 // epoch (0: 1), its script counting from timeline step origin, and appends
-// its members' ids to ids. The script's actions due at or before step
-// have happened (pastActions). It reads only what the authority was made
-// with and its generation.
+// its members' ids to ids. None of the script's actions has run yet: the
+// caller runs those already due (pastActions) once the world's time is
+// set. It reads only what the authority was made with and its generation.
 func (a *Authority) newStage(k int, epoch uint32, step, origin int64, ids []island.MemberID) (*stage, []island.MemberID) {
 	w := physics.NewWorld(StepHz)
 	w.StepBase = step
@@ -105,7 +106,6 @@ func (a *Authority) newStage(k int, epoch uint32, step, origin int64, ids []isla
 	w.SetIDBase(1 + (a.gen*uint64(len(a.scenarios))+uint64(k))*IDSpan)
 	st := &stage{k: k, w: w, sampler: physics.NewSampler(w, a.sendHz), origin: origin}
 	st.script = a.scenarios[k].build(w)
-	st.pastActions()
 	for _, is := range w.Islands() {
 		for _, b := range is.Members {
 			ids = append(ids, b.ID)
@@ -244,9 +244,12 @@ func (a *Authority) Prepare(k int, epoch uint32, last Continue, at int64) (*Prep
 		return nil, fmt.Errorf("scenario: shard %d outside [0, %d)", k, len(a.scenarios))
 	}
 	st, ids := a.newStage(k, epoch, at, 0, nil)
-	if last != nil {
+	if last == nil {
+		st.pastActions()
+	} else {
 		n := stateAge(ids, last, timeOf(at))
 		st.w.StepBase = at - n // no step run yet: it ends its catch-up at step at
+		st.pastActions()       // those due by the state's time; the catch-up runs the rest at their steps
 		st.w.Restore(func(id island.MemberID) (island.State, bool) {
 			s, _, ok := last(id)
 			return s, ok
@@ -288,6 +291,10 @@ func (a *Authority) Adopt(p *Prepared) error {
 	for range behind {
 		p.st.step()
 	}
+	// What the catch-up steps (Prepare's and these) sampled off the cadence
+	// — a hand-off's Releasing frame — the previous holder sent at its
+	// moment, or its moment is past.
+	p.st.extra = p.st.extra[:0]
 	p.step = a.step
 	a.stages = append(a.stages, p.st)
 	a.announce(p.ids)
