@@ -543,16 +543,7 @@ func gainAfterScript(t *testing.T, name string, n int) {
 	if len(before) != n {
 		t.Fatalf("%d islands after the script ran, want %d", len(before), n)
 	}
-	states := map[island.MemberID]island.State{}
-	for _, w := range a.Worlds() {
-		for _, is := range w.Islands() {
-			var f island.Frame
-			w.Sample(is, &f)
-			for _, m := range f.Members {
-				states[m.ID] = m.State
-			}
-		}
-	}
+	states := worldStates(a)
 	b, _ := NewShardAuthority(scs, 20, a.Time())
 	if err := b.Gain(0, 2, func(id island.MemberID) (island.State, island.Time, bool) {
 		s, ok := states[id]
@@ -575,10 +566,9 @@ func gainAfterScript(t *testing.T, name string, n int) {
 
 // TestCatchUpThroughScript: a gain whose catch-up runs through a scripted
 // event (the hand-off at step 150, caught up from step 148 to 153, the
-// broadcast grid's step at or after 152) runs it
-// at its step: the island's lease names the new owner when the world is
-// announced, and the Releasing frame the previous holder already sent at
-// that step is not sent again.
+// broadcast grid's step at or after 152) runs it at its step: the island's
+// lease names the new owner when the world is announced, and the Releasing
+// frame the previous holder already sent at that step is not sent again.
 func TestCatchUpThroughScript(t *testing.T) {
 	scs, err := Pick("handoff")
 	if err != nil {
@@ -589,16 +579,7 @@ func TestCatchUpThroughScript(t *testing.T) {
 	for range 148 {
 		a.Step()
 	}
-	states, at := map[island.MemberID]island.State{}, a.Time()
-	for _, w := range a.Worlds() {
-		for _, is := range w.Islands() {
-			var f island.Frame
-			w.Sample(is, &f)
-			for _, m := range f.Members {
-				states[m.ID] = m.State
-			}
-		}
-	}
+	states, at := worldStates(a), a.Time()
 	b, _ := NewShardAuthority(scs, 20, at+4*1_000_000/StepHz)
 	if err := b.Gain(0, 2, func(id island.MemberID) (island.State, island.Time, bool) {
 		s, ok := states[id]
@@ -621,4 +602,20 @@ func TestCatchUpThroughScript(t *testing.T) {
 			t.Fatalf("a Releasing frame of island %d after the catch-up", f.Key.Island)
 		}
 	}
+}
+
+// worldStates samples every body of x's worlds now: what a standby of x
+// would hold.
+func worldStates(x *Authority) map[island.MemberID]island.State {
+	out := map[island.MemberID]island.State{}
+	for _, w := range x.Worlds() {
+		for _, is := range w.Islands() {
+			var f island.Frame
+			w.Sample(is, &f)
+			for _, m := range f.Members {
+				out[m.ID] = m.State
+			}
+		}
+	}
+	return out
 }
