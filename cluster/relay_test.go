@@ -839,8 +839,9 @@ func TestGainAnnouncedAtOnce(t *testing.T) {
 // goroutine of its own while the server's loop goes on stepping (if a step
 // waited for it, this test would wait for ever); a loss queued behind the
 // gain is not taken before it; once the world is ready the next step takes
-// both, in order, and then the loss returns. The gain's world continues
-// from the standby's states (it asked for them).
+// both, in order — the gain's leases go out, then the shard is lost — and
+// the loss returns. (The preparation is held where it asks the standby for
+// its states.)
 func TestGainPreparedOffTheLoop(t *testing.T) {
 	auth, _ := shardAuthority(t, "bridge")
 	release, asked := make(chan struct{}), make(chan struct{}, 1)
@@ -874,8 +875,17 @@ func TestGainPreparedOffTheLoop(t *testing.T) {
 	}
 	close(release)
 	src.preparing.Wait()
-	src.Step()
+	msgs, _ := src.Step()
 	<-lost
+	leases := 0
+	for _, m := range msgs {
+		if l, ok := m.(codec.Lease); ok && l.Epoch == 3 {
+			leases++
+		}
+	}
+	if leases == 0 {
+		t.Fatal("the gain was not taken: no lease of its epoch went out")
+	}
 	if got := auth.Shards(); len(got) != 0 {
 		t.Fatalf("after the gain and the loss, the authority steps shards %v", got)
 	}
