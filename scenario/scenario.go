@@ -17,7 +17,8 @@ type Scenario struct {
 	build func(w *physics.World) *script
 }
 
-// script holds the scenario's scheduled actions, by simulation step.
+// script holds the scenario's scheduled actions, by the scenario's age in
+// steps (stage.age).
 type script struct {
 	actions map[int64]func(w *physics.World, s *stage)
 	steps   []int64 // the actions' steps, ascending (order)
