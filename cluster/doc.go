@@ -28,11 +28,12 @@
 //     its lease goes, a TTL after its last keep-alive; the others then
 //     claim them under new epochs. etcd itself deletes an expired lease's
 //     keys only at its next check, up to half a second later, so Serve
-//     reads every other holder's remaining TTL (every 50 ms; every 20 ms
-//     once under a second is left) and revokes a lease once its readings
-//     prove it expired (reap.go states the rule): at most about 70 ms
-//     after the expiry. A renewed lease is never revoked; slow answers
-//     delay a proof, never make one.
+//     reads every other holder's remaining TTL (every 50 ms; every 10 ms
+//     once a lease is late: under two seconds left, less than one renewed
+//     on schedule shows) and revokes a lease once its readings prove it
+//     expired (reap.go states the rule): about 10 ms after the expiry,
+//     plus the readings' answers. A renewed lease is never revoked; slow
+//     answers delay a proof, never make one.
 //   - Fencing: a member fences itself — Fenced closes and Serve loses every
 //     shard — when etcd refuses its keep-alive or none was confirmed for a
 //     TTL counted from when the last confirmed one was sent, so it stops

@@ -36,12 +36,16 @@ import (
 // Only the order of events on one clock matters, not how long an answer
 // took, so slow answers (a loaded machine) at worst start a run afresh;
 // they never make a proof wrong. The reaper reads every other holder's
-// lease each reapPoll, and each reapFast while one reads 0, so a crashed
-// holder's lease is revoked within about reapFast of a second after its
-// first reading of 0: at most about reapPoll + reapFast after it expired.
+// lease each reapPoll, and each reapFast once one is late: it reads under
+// two seconds and less than a lease renewed on schedule shows (etcd's
+// client renews a third of the TTL after the last renewal, so such a lease
+// reads at least ⌊2·TTL/3⌋: a lease of 5 s is late at 1, one of 2 s at 0).
+// So the first reading of 0 comes within about reapFast of the second
+// before expiry, and the proof within about reapFast after the expiry
+// (plus the answers' time).
 const (
-	reapPoll    = 50 * time.Millisecond  // between readings of a lease that read at least 1
-	reapFast    = 20 * time.Millisecond  // between readings of a lease that read 0
+	reapPoll    = 50 * time.Millisecond  // between readings of a lease that is not late
+	reapFast    = 10 * time.Millisecond  // between readings of a lease that is late
 	reapTimeout = 250 * time.Millisecond // a reading's timeout
 	runGap      = 750 * time.Millisecond // a reading answered longer after the previous one's request starts a new run: under G − 1 s
 )
@@ -69,6 +73,10 @@ func (z *zeroRun) observe(sent, recv time.Time, ttl, granted int64) bool {
 	z.lastSent = sent
 	return sent.Sub(z.since) >= time.Second
 }
+
+// late reports whether a lease granted granted seconds that reads ttl
+// whole seconds left is in its last two seconds with its renewal overdue.
+func late(ttl, granted int64) bool { return ttl >= 0 && ttl <= 1 && ttl < granted*2/3 }
 
 // reap revokes the leases of other shard holders once they surely
 // expired, until ctx ends or the member is fenced. Each revoke is counted
@@ -106,7 +114,7 @@ func (m *Member) reap(ctx context.Context, t *Table) {
 			}
 			m.readings.Add(1)
 			if !z.observe(sent, time.Now(), r.TTL, r.GrantedTTL) {
-				fast = fast || !z.since.IsZero()
+				fast = fast || late(r.TTL, r.GrantedTTL)
 				continue
 			}
 			if _, err := m.cli.Revoke(ctx, l); err == nil {

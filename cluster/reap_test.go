@@ -33,25 +33,26 @@ func TestZeroRun(t *testing.T) {
 		return out
 	}
 	ms := time.Millisecond
+	step := 20 * ms
 	for _, tc := range []struct {
 		name    string
 		granted int64
 		rs      []reading
 		want    int // index of the reading that proves expiry; -1: none
 	}{
-		// The first answer comes at 1 ms: the reading requested at 1,020 ms
+		// Readings every 20 ms. The first answer comes at 1 ms: the reading requested at 1,020 ms
 		// is the first a second after it.
-		{"a second of zeros", 2, zeros(0, 2*time.Second, reapFast, ms), 51},
-		{"short of a second", 2, zeros(0, time.Second, reapFast, ms), -1},
-		{"renewed on the way", 2, cat(zeros(0, 500*ms, reapFast, ms), []reading{{520 * ms, ms, 1}},
-			zeros(540*ms, 1500*ms, reapFast, ms)), -1},
-		{"a gap restarts the run", 2, cat(zeros(0, 400*ms, reapFast, ms), zeros(400*ms+runGap, 400*ms+runGap+time.Second, reapFast, ms)), -1},
-		{"a slow answer restarts the run", 2, cat(zeros(0, 500*ms, reapFast, ms), []reading{{520 * ms, runGap, 0}},
-			zeros(520*ms+runGap, 520*ms+runGap+time.Second-reapFast, reapFast, ms)), -1},
+		{"a second of zeros", 2, zeros(0, 2*time.Second, step, ms), 51},
+		{"short of a second", 2, zeros(0, time.Second, step, ms), -1},
+		{"renewed on the way", 2, cat(zeros(0, 500*ms, step, ms), []reading{{520 * ms, ms, 1}},
+			zeros(540*ms, 1500*ms, step, ms)), -1},
+		{"a gap restarts the run", 2, cat(zeros(0, 400*ms, step, ms), zeros(400*ms+runGap, 400*ms+runGap+time.Second, step, ms)), -1},
+		{"a slow answer restarts the run", 2, cat(zeros(0, 500*ms, step, ms), []reading{{520 * ms, runGap, 0}},
+			zeros(520*ms+runGap, 520*ms+runGap+time.Second-step, step, ms)), -1},
 		// Answers taking 200 ms, one request as each answer comes: the
 		// first answer at 200 ms, the request at 1,200 ms proves it.
 		{"slow answers still prove it", 2, zeros(0, 2*time.Second, 200*ms, 200*ms), 6},
-		{"granted under 2 s", 1, zeros(0, 3*time.Second, reapFast, ms), -1},
+		{"granted under 2 s", 1, zeros(0, 3*time.Second, step, ms), -1},
 		{"gone", 2, []reading{{0, ms, -1}}, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,6 +69,25 @@ func TestZeroRun(t *testing.T) {
 				t.Fatalf("proved at reading %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLate: the reaper reads a lease often only once it reads under two
+// seconds and less than a lease renewed on schedule would.
+func TestLate(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, granted int64
+		want         bool
+	}{
+		{4, 5, false}, {3, 5, false}, {2, 5, false}, {1, 5, true}, {0, 5, true},
+		{1, 2, false}, {0, 2, true}, // a 2 s lease renewed on schedule reads 1
+		{1, 3, true}, {2, 3, false}, {1, 10, true}, {2, 10, false},
+		{-1, 5, false}, // gone
+		{0, 1, false},  // a lease of 1 s reads 0 however it is renewed
+	} {
+		if got := late(tc.ttl, tc.granted); got != tc.want {
+			t.Errorf("late(%d, %d) = %v, want %v", tc.ttl, tc.granted, got, tc.want)
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/receiver"
@@ -138,7 +140,9 @@ func TestClusterSoak(t *testing.T) {
 
 	// moveAll stops n — a drain (cause nil) or a crash (ErrAbandon) — and
 	// waits until heir holds every shard and every watcher has them.
-	moveAll := func(what string, n *node, cause error, heir string) {
+	// expiry, when not zero, is when n's lease expires (a crash): the
+	// islands' return is reported from it too.
+	moveAll := func(what string, n *node, cause error, heir string, expiry time.Time) {
 		moved, since := tb.Held(n.name), time.Now()
 		if err := n.stop(cause); err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -146,6 +150,19 @@ func TestClusterSoak(t *testing.T) {
 		await(t, heir+" holds everything", heldBy(tb, shards, heir))
 		everyone("every shard from " + heir)
 		gaps(what, moved, since)
+		if expiry.IsZero() {
+			return
+		}
+		var back []time.Duration
+		for _, o := range obs {
+			g, _, _, _ := islandGaps(o, moved, len(scs), since)
+			for _, d := range g {
+				back = append(back, since.Add(d).Sub(expiry))
+			}
+		}
+		slices.Sort(back)
+		t.Logf("%s: the lease expired %v after the crash; the islands were back p50 %v, max %v after it",
+			what, expiry.Sub(since).Round(time.Millisecond), back[len(back)/2], back[len(back)-1])
 	}
 
 	// 1. Fencing.
@@ -171,7 +188,9 @@ func TestClusterSoak(t *testing.T) {
 	c := startNode(t, p, "c", Authority, scs, ttl)
 	await(t, "b and c share", heldBy(tb, shards, "b", "c"))
 	everyone("every shard from b and c")
-	moveAll(fmt.Sprintf("crash (TTL %v)", DefaultTTL), b, ErrAbandon, "c")
+	// b crashes just after a keep-alive renewed its lease, so that every
+	// run measures the worst case: the lease lives a whole TTL on.
+	moveAll(fmt.Sprintf("crash (TTL %v)", DefaultTTL), b, ErrAbandon, "c", justRenewed(t, cli, tb, "b"))
 
 	// 4–5. d joins; c drains.
 	d := startNode(t, p, "d", Authority, scs, ttl)
@@ -182,7 +201,7 @@ func TestClusterSoak(t *testing.T) {
 		await(t, fmt.Sprintf("watcher %d: frames flow again for every island", i), flowing(o))
 	}
 	memory("before the drain")
-	moveAll("drain", c, nil, "d")
+	moveAll("drain", c, nil, "d", time.Time{})
 
 	// 6. Front loss.
 	var movers []*observer // f1's watchers
@@ -261,4 +280,38 @@ func standIn(t *testing.T, front *node, fallback *node) {
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx, nil); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+// justRenewed waits until the lease of holder (of some shard) has just
+// been renewed — a reading of its remaining time came back higher than
+// the one before, within renewalBracket of that one's request — and
+// returns when it expires at the earliest: a whole TTL after the earlier
+// reading's request, the renewal having come after it (and at most
+// renewalBracket later). From it the islands' return is measured at the
+// latest. A renewal seen through slower readings is let pass.
+const renewalBracket = 15 * time.Millisecond
+
+func justRenewed(t *testing.T, cli *clientv3.Client, tb *Table, holder string) time.Time {
+	t.Helper()
+	held := tb.Held(holder)
+	if len(held) == 0 {
+		t.Fatalf("%s holds nothing", holder)
+	}
+	h, _ := tb.Shard(held[0])
+	ctx := context.Background()
+	prev, prevSent := int64(-1), time.Time{}
+	for deadline := time.Now().Add(10 * DefaultTTL); time.Now().Before(deadline); {
+		sent := time.Now()
+		r, err := cli.TimeToLive(ctx, h.Lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev >= 0 && r.TTL > prev && time.Since(prevSent) < renewalBracket {
+			return prevSent.Add(time.Duration(r.GrantedTTL) * time.Second)
+		}
+		prev, prevSent = r.TTL, sent
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("no renewal of %s's lease seen within %v", holder, 10*DefaultTTL)
+	return time.Time{}
 }
