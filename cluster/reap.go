@@ -40,9 +40,9 @@ import (
 // two seconds and less than a lease renewed on schedule shows (etcd's
 // client renews a third of the TTL after the last renewal, so such a lease
 // reads at least ⌊2·TTL/3⌋: a lease of 5 s is late at 1, one of 2 s at 0).
-// So the first reading of 0 comes within about reapFast of the second
-// before expiry, and the proof within about reapFast after the expiry
-// (plus the answers' time).
+// So the first reading of 0 comes about reapFast after the lease's last
+// second began, and the proof about reapFast after it expired (plus the
+// answers' time).
 const (
 	reapPoll    = 50 * time.Millisecond  // between readings of a lease that is not late
 	reapFast    = 10 * time.Millisecond  // between readings of a lease that is late
@@ -74,8 +74,9 @@ func (z *zeroRun) observe(sent, recv time.Time, ttl, granted int64) bool {
 	return sent.Sub(z.since) >= time.Second
 }
 
-// late reports whether a lease granted granted seconds that reads ttl
-// whole seconds left is in its last two seconds with its renewal overdue.
+// late reports whether a lease of granted seconds whose reading is ttl
+// (whole seconds left) has under two seconds left and reads less than a
+// lease renewed on schedule would: its renewal is overdue.
 func late(ttl, granted int64) bool { return ttl >= 0 && ttl <= 1 && ttl < granted*2/3 }
 
 // reap revokes the leases of other shard holders once they surely

@@ -40,8 +40,8 @@ func TestZeroRun(t *testing.T) {
 		rs      []reading
 		want    int // index of the reading that proves expiry; -1: none
 	}{
-		// Readings every 20 ms. The first answer comes at 1 ms: the reading requested at 1,020 ms
-		// is the first a second after it.
+		// Readings every 20 ms. The first answer comes at 1 ms: the
+		// reading requested at 1,020 ms is the first a second after it.
 		{"a second of zeros", 2, zeros(0, 2*time.Second, step, ms), 51},
 		{"short of a second", 2, zeros(0, time.Second, step, ms), -1},
 		{"renewed on the way", 2, cat(zeros(0, 500*ms, step, ms), []reading{{520 * ms, ms, 1}},

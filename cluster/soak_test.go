@@ -282,6 +282,10 @@ func standIn(t *testing.T, front *node, fallback *node) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// renewalBracket is how soon after the request of the reading before it a
+// reading that shows a renewal must come back for justRenewed to take it.
+const renewalBracket = 15 * time.Millisecond
+
 // justRenewed waits until the lease of holder (of some shard) has just
 // been renewed — a reading of its remaining time came back higher than
 // the one before, within renewalBracket of that one's request — and
@@ -289,8 +293,6 @@ func standIn(t *testing.T, front *node, fallback *node) {
 // reading's request, the renewal having come after it (and at most
 // renewalBracket later). From it the islands' return is measured at the
 // latest. A renewal seen through slower readings is let pass.
-const renewalBracket = 15 * time.Millisecond
-
 func justRenewed(t *testing.T, cli *clientv3.Client, tb *Table, holder string) time.Time {
 	t.Helper()
 	held := tb.Held(holder)
