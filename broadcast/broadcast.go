@@ -559,8 +559,8 @@ func (b *Broadcaster) FeedbackBytes(id ObserverID, p []byte) (int, error) {
 }
 
 // Apply records one authority change — Announce, Destroy, Lease, Manifest,
-// Physics (of the current manifest; refused otherwise), Spawn (of the
-// current manifest's size), Forget or Cut — and
+// Physics (of the current manifest; refused otherwise), Spawn or Final (of
+// the current manifest's size), Forget or Cut — and
 // queues it, in order, to every observer it concerns:
 // identities to all, island messages to the island's subscribers.
 func (b *Broadcaster) Apply(m codec.Message) error {
@@ -652,6 +652,12 @@ func (b *Broadcaster) Apply(m codec.Message) error {
 		}
 		m.Members = slices.Clone(m.Members)
 		b.queueAll(m, &m.Island) // an event: late joiners get keyframes
+	case codec.Final:
+		if man, ok := b.manifests[m.Island]; !ok || len(man.Members) != len(m.Members) {
+			return ErrBadMessage
+		}
+		m.Members = slices.Clone(m.Members)
+		b.queueAll(m, &m.Island) // an event, as a Spawn
 
 	default:
 		return ErrDirection

@@ -606,3 +606,33 @@ func sendMoving(t *testing.T, b *Broadcaster, f *island.Frame) codec.RecordKind 
 	}
 	return recs[0].Kind
 }
+
+// TestFinal: a Final (an island's last state under its lease, ahead of
+// the lease that hands it on) goes to the island's subscribers, in order
+// with the island's other control, and not to a later subscriber (it is
+// an event); one whose members are not the manifest's is refused.
+func TestFinal(t *testing.T) {
+	b, _ := New(Config{Timeline: 42})
+	live(t, b, 1, ids(1, 2))
+	subscribeAll(t, b, 5)
+	members := []island.Member{{ID: island.MemberID{Stable: 1}}, {ID: island.MemberID{Stable: 2}, State: island.State{X: 1}}}
+	for _, m := range []codec.Message{codec.Final{Island: 1, Time: 50_000, Members: members}, codec.Lease{Island: 1, Epoch: 2, Owner: 2}} {
+		if err := b.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctl, _ := b.Take(5, nil, nil)
+	if got := types(parseAll(t, ctl)); got != "welcome announce lease manifest final lease " {
+		t.Fatalf("subscriber: %s", got)
+	}
+	for _, bad := range []codec.Final{{Island: 1, Members: members[:1]}, {Island: 3, Members: members}} {
+		if err := b.Apply(bad); !errors.Is(err, ErrBadMessage) {
+			t.Fatalf("%+v: %v", bad, err)
+		}
+	}
+	subscribeAll(t, b, 6)
+	ctl, _ = b.Take(6, nil, nil)
+	if got := types(parseAll(t, ctl)); got != "welcome announce lease manifest " {
+		t.Fatalf("late subscriber: %s", got)
+	}
+}

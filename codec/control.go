@@ -8,7 +8,7 @@ import (
 
 // ControlVersion is the control protocol version a Welcome carries. It
 // changes whenever a control record's layout or meaning changes.
-const ControlVersion = 7
+const ControlVersion = 8
 
 // ControlHeaderSize is the envelope before every control message body: a
 // u32 length (bytes after the length field) and a u8 message type.
@@ -106,6 +106,8 @@ func (t MessageType) String() string {
 		return "cut"
 	case TypeSpawn:
 		return "spawn"
+	case TypeFinal:
+		return "final"
 	case TypePhysics:
 		return "physics"
 	case TypePhysicsRef:
@@ -124,7 +126,7 @@ func (t MessageType) String() string {
 
 // FromServer reports whether messages of type t travel from the authority
 // to observers.
-func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypePhysicsRef }
+func (t MessageType) FromServer() bool { return t >= TypeWelcome && t <= TypeFinal }
 
 // Message is one control message. Every implementation is a value type of
 // this package; Append writes the whole message, envelope included.
@@ -158,6 +160,8 @@ func TypeOf(m Message) MessageType {
 		return TypeCut
 	case Spawn:
 		return TypeSpawn
+	case Final:
+		return TypeFinal
 	case Physics:
 		return TypePhysics
 	case PhysicsRef:
@@ -288,6 +292,8 @@ func (p *ctlParser) message(t MessageType, lim *ControlLimits) (Message, error) 
 		return p.cut()
 	case TypeSpawn:
 		return p.spawn(lim.MaxMembers)
+	case TypeFinal:
+		return p.final(lim.MaxMembers)
 	case TypeSubscribe:
 		return p.subscribe(lim.MaxIslands)
 	case TypeHello:

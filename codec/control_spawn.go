@@ -32,19 +32,7 @@ type Spawn struct {
 
 func (Spawn) Type() MessageType { return TypeSpawn }
 
-func (m Spawn) Size() int {
-	n := ControlHeaderSize + spawnHead + idRunsSize(memberIDs(m.Members))
-	var prev [stateFields]uint64
-	for i := range m.Members {
-		cur := stateBits(&m.Members[i].State)
-		n += stateHead
-		for f := range cur {
-			n += xorBytes(cur[f] ^ prev[f])
-		}
-		prev = cur
-	}
-	return n
-}
+func (m Spawn) Size() int { return ControlHeaderSize + statedSize(m.Members) }
 
 // spawnHead is island (4), time (8), segment (4) and member count (4).
 const spawnHead = 20
@@ -77,14 +65,36 @@ func memberIDs(ms []island.Member) []island.MemberID {
 
 func (m Spawn) Append(b []byte) []byte {
 	b = appendEnvelope(b, m.Type(), m.Size())
-	b = binary.LittleEndian.AppendUint32(b, m.Island)
-	b = binary.LittleEndian.AppendUint64(b, uint64(m.Time))
-	b = binary.LittleEndian.AppendUint32(b, m.Segment)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Members)))
-	b = appendIDs(b, memberIDs(m.Members))
+	return appendStated(b, m.Island, m.Time, m.Segment, m.Members)
+}
+
+// statedSize is the body size of a Spawn or a Final of these members.
+func statedSize(ms []island.Member) int {
+	n := spawnHead + idRunsSize(memberIDs(ms))
 	var prev [stateFields]uint64
-	for i := range m.Members {
-		cur := stateBits(&m.Members[i].State)
+	for i := range ms {
+		cur := stateBits(&ms[i].State)
+		n += stateHead
+		for f := range cur {
+			n += xorBytes(cur[f] ^ prev[f])
+		}
+		prev = cur
+	}
+	return n
+}
+
+// appendStated appends the body a Spawn and a Final share: island, time,
+// segment, the members' identities, then their states, each coded against
+// the member before.
+func appendStated(b []byte, isl uint32, t island.Time, segment uint32, ms []island.Member) []byte {
+	b = binary.LittleEndian.AppendUint32(b, isl)
+	b = binary.LittleEndian.AppendUint64(b, uint64(t))
+	b = binary.LittleEndian.AppendUint32(b, segment)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ms)))
+	b = appendIDs(b, memberIDs(ms))
+	var prev [stateFields]uint64
+	for i := range ms {
+		cur := stateBits(&ms[i].State)
 		var x [stateFields]uint64
 		for f := range cur {
 			x[f] = cur[f] ^ prev[f]
@@ -103,23 +113,32 @@ func (m Spawn) Append(b []byte) []byte {
 }
 
 func (p *ctlParser) spawn(max int) (Spawn, error) {
-	if err := p.need(16, "spawn"); err != nil {
-		return Spawn{}, err
-	}
-	m := Spawn{Island: p.u32(), Time: island.Time(p.u64()), Segment: p.u32()}
-	n, err := p.idCount(max, "member count")
+	isl, t, seg, ms, err := p.stated(max)
 	if err != nil {
 		return Spawn{}, err
+	}
+	return Spawn{Island: isl, Time: t, Segment: seg, Members: ms}, nil
+}
+
+// stated parses the body a Spawn and a Final share (appendStated).
+func (p *ctlParser) stated(max int) (isl uint32, t island.Time, segment uint32, ms []island.Member, err error) {
+	if err := p.need(16, "island, time and segment"); err != nil {
+		return 0, 0, 0, nil, err
+	}
+	isl, t, segment = p.u32(), island.Time(p.u64()), p.u32()
+	n, err := p.idCount(max, "member count")
+	if err != nil {
+		return 0, 0, 0, nil, err
 	}
 	ids, err := p.ids(n, "members")
 	if err != nil {
-		return Spawn{}, err
+		return 0, 0, 0, nil, err
 	}
-	m.Members = make([]island.Member, n)
+	ms = make([]island.Member, n)
 	var prev [stateFields]uint64
-	for i := range m.Members {
-		if err := p.need(stateHead, "spawn state"); err != nil {
-			return Spawn{}, err
+	for i := range ms {
+		if err := p.need(stateHead, "member state"); err != nil {
+			return 0, 0, 0, nil, err
 		}
 		at := p.off
 		var lens [stateFields]int
@@ -130,29 +149,29 @@ func (p *ctlParser) spawn(max int) (Spawn, error) {
 		var cur [stateFields]uint64
 		for f, k := range lens {
 			if k > 8 {
-				return Spawn{}, fail(ErrMalformed, at, "spawn state length")
+				return 0, 0, 0, nil, fail(ErrMalformed, at, "member state length")
 			}
-			if err := p.need(k, "spawn state"); err != nil {
-				return Spawn{}, err
+			if err := p.need(k, "member state"); err != nil {
+				return 0, 0, 0, nil, err
 			}
 			var x uint64
 			for j := range k {
 				x |= uint64(p.b[j]) << (8 * j)
 			}
 			if k > 0 && p.b[k-1] == 0 {
-				return Spawn{}, fail(ErrMalformed, p.off+k-1, "spawn state length")
+				return 0, 0, 0, nil, fail(ErrMalformed, p.off+k-1, "member state length")
 			}
 			p.b, p.off = p.b[k:], p.off+k
 			cur[f] = prev[f] ^ x
 			if v := math.Float64frombits(cur[f]); math.IsNaN(v) || math.IsInf(v, 0) {
-				return Spawn{}, fail(ErrNonFinite, at, "spawn member state")
+				return 0, 0, 0, nil, fail(ErrNonFinite, at, "member state")
 			}
 		}
-		s := &m.Members[i].State
-		m.Members[i].ID = ids[i]
+		s := &ms[i].State
+		ms[i].ID = ids[i]
 		s.X, s.Y, s.Angle = math.Float64frombits(cur[0]), math.Float64frombits(cur[1]), math.Float64frombits(cur[2])
 		s.VX, s.VY, s.AngVel = math.Float64frombits(cur[3]), math.Float64frombits(cur[4]), math.Float64frombits(cur[5])
 		prev = cur
 	}
-	return m, nil
+	return isl, t, segment, ms, nil
 }

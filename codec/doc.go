@@ -92,7 +92,8 @@
 // # Control messages
 //
 // The reliable control stream (server → observer: Welcome, Announce,
-// Destroy, Lease, Manifest, Physics, PhysicsRef, Spawn, Forget, Cut;
+// Destroy, Lease, Manifest, Physics, PhysicsRef, Spawn, Final, Forget,
+// Cut;
 // observer → server: Hello, Subscribe, Received, Keyframes) uses
 // the same style: each message type implements Message (Type, Size,
 // Append) in a file of its own (control_*.go; Physics in physics.go), and
@@ -115,7 +116,11 @@
 // of consecutive stable ids of one generation, 14 bytes a run, and a
 // Spawn's states are coded against the member before, bytes of their bits'
 // XOR (control version 7): the demo's 240-link chain announces its bodies
-// in 31 bytes and spawns them in 3 786 rather than 14 425.
+// in 31 bytes and spawns them in 3 786 rather than 14 425. A Final (control
+// version 8), laid out as a Spawn, is an island's last state under its
+// lease that a front relaying a hand-off sends just before the new Lease,
+// so that an observer holds it even when the frame's datagram comes after
+// that Lease.
 //
 //	b = codec.Lease{Island: 7, Epoch: 2, Owner: 3}.Append(b)
 //	msg, n, err := codec.ParseControl(b, &lim) // msg.(codec.Lease)

@@ -432,6 +432,10 @@ func (r *Receiver) control(now int64, t codec.MessageType, m codec.Message) erro
 		if err := r.spawn(now, &m); err != nil {
 			return fmt.Errorf("%w: spawn of island %d: %w", ErrRefused, m.Island, err)
 		}
+	case codec.Final:
+		if err := r.commitStated(now, m.Island, m.Time, m.Segment, 0, m.Members); err != nil {
+			return fmt.Errorf("%w: final of island %d: %w", ErrRefused, m.Island, err)
+		}
 	case codec.Forget:
 		if !r.due(m.Time) {
 			r.postpone(timedEvent{t: m.Time, forget: true, island: m.Island})
@@ -499,7 +503,7 @@ func (r *Receiver) applyDue(rt island.Time) {
 	r.later = slices.Delete(r.later, 0, n)
 }
 
-// errNotLive: a Spawn of an island without a lease and manifest.
+// errNotLive: a Spawn or a Final of an island without a lease and manifest.
 var errNotLive = errors.New("no lease and manifest for the island")
 
 // spawn takes an island's initial state from the reliable stream as its
@@ -508,18 +512,24 @@ var errNotLive = errors.New("no lease and manifest for the island")
 // feed the playout clock (it is no arrival of a frame), and the island's
 // own first frame, of the same time, then finds it held.
 func (r *Receiver) spawn(now int64, m *codec.Spawn) error {
-	l, okL := r.val.Lease(m.Island)
-	man, okM := r.val.Manifest(m.Island)
+	return r.commitStated(now, m.Island, m.Time, m.Segment, island.FlagInitial, m.Members)
+}
+
+// commitStated commits the states a Spawn or a Final gives of island isl
+// as one frame with flags, of the island's lease and manifest as held.
+func (r *Receiver) commitStated(now int64, isl uint32, t island.Time, segment uint32, flags island.Flags, ms []island.Member) error {
+	l, okL := r.val.Lease(isl)
+	man, okM := r.val.Manifest(isl)
 	if !okL || !okM {
 		return errNotLive
 	}
 	r.ids, r.states = r.ids[:0], r.states[:0]
-	for i := range m.Members {
-		r.ids = append(r.ids, m.Members[i].ID)
-		r.states = append(r.states, m.Members[i].State)
+	for i := range ms {
+		r.ids = append(r.ids, ms[i].ID)
+		r.states = append(r.states, ms[i].State)
 	}
-	reason, vf := r.val.ValidateStates(validator.Header{Sender: l.Owner, Time: m.Time, Segment: m.Segment, Flags: island.FlagInitial,
-		Key: island.Key{Island: m.Island, Epoch: l.Epoch, Topology: man.Topology, Config: man.Config}}, r.ids, r.states)
+	reason, vf := r.val.ValidateStates(validator.Header{Sender: l.Owner, Time: t, Segment: segment, Flags: flags,
+		Key: island.Key{Island: isl, Epoch: l.Epoch, Topology: man.Topology, Config: man.Config}}, r.ids, r.states)
 	if reason != validator.OK {
 		return errors.New(reason.String())
 	}

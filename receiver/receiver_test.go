@@ -9,6 +9,7 @@ import (
 	"github.com/islandsync/islandsync/island"
 	"github.com/islandsync/islandsync/quant"
 	"github.com/islandsync/islandsync/store"
+	"github.com/islandsync/islandsync/validator"
 )
 
 // fixture is a three-member island 7 owned by sender 1.
@@ -334,5 +335,42 @@ func TestClockTotalsSurviveWelcome(t *testing.T) {
 	rx.Render(400_000)
 	if got := rx.Clock().WaitingTime; got < before.WaitingTime+100_000 {
 		t.Fatalf("waiting time %d µs 200 ms later, %d before the Welcome", got, before.WaitingTime)
+	}
+}
+
+// TestFinal: a Final — the last state of an island under its lease, sent
+// on the reliable stream ahead of the lease that hands it on — commits as
+// a plain frame of the lease and manifest held, once; one of an island
+// that is not live is refused, and nothing commits.
+func TestFinal(t *testing.T) {
+	var commits []island.Key
+	var flags []island.Flags
+	rx, err := New(Config{OnCommit: func(f *validator.Validated) {
+		commits, flags = append(commits, f.Key()), append(flags, f.Flags())
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := frame(3, 150_000)
+	final := codec.Final{Island: 7, Time: f.Time, Members: f.Members}
+	if err := rx.Control(0, welcome); err != nil {
+		t.Fatal(err)
+	}
+	if err := rx.Control(0, final); !errors.Is(err, ErrRefused) || len(commits) != 0 {
+		t.Fatalf("a Final before the island's lease and manifest: err %v, %d commits", err, len(commits))
+	}
+	for _, m := range []codec.Message{lease, codec.Announce{IDs: ids}, manifest} {
+		if err := rx.Control(0, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := rx.Control(0, final); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := island.Key{Island: 7, Epoch: lease.Epoch, Topology: manifest.Topology, Config: manifest.Config}
+	if len(commits) != 1 || commits[0] != want || flags[0] != 0 {
+		t.Fatalf("two Finals committed %v with flags %v, want once %v with none", commits, flags, want)
 	}
 }
