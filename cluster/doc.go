@@ -83,7 +83,14 @@
 // holder's lease and the new holder's first frame follow one another
 // within a period; a new holder's first state is handed over as soon as
 // it arrives, between two Steps (Relay.Urgent), unless the old holder's
-// last frame still waits to go out first. An island of another holder whose bodies a forwarded
+// last frame still waits to go out first, or is still to come: when the
+// new holder's first state is more than a period after the old holder's
+// newest frame here, the relay waits for the old holder's next frame (a
+// period at most), so that the island's authority time moves on by no
+// more than a period across the hand-over. Ahead of the new lease the
+// relay sends the old holder's last frame again, as a codec.Final on the
+// control stream: an observer refuses an older epoch's frame once it
+// holds the new lease, and the frame's datagram may arrive after it. An island of another holder whose bodies a forwarded
 // manifest claims (one the new holder did not restate, nor has a lease of
 // waiting at the front) is forgotten at once, as of its last frame or the
 // claiming island's first state under the new lease, whichever is earlier

@@ -82,6 +82,7 @@ func registerRelay(reg prometheus.Registerer, r *Relay) {
 		counter("relayed_control_total", "Control messages the front relayed from authorities.", func(s RelayStats) uint64 { return s.Control }),
 		counter("superseded_frames_total", "Frames from authorities that a newer frame of their island replaced before the front relayed them.", func(s RelayStats) uint64 { return s.Superseded }),
 		counter("late_frames_total", "Frames from authorities older than one already relayed (reordered on the uplink).", func(s RelayStats) uint64 { return s.Late }),
+		counter("finals_total", "Hand-overs whose old holder's last relayed frame went again on the control stream, ahead of the new lease.", func(s RelayStats) uint64 { return s.Finals }),
 		counter("islands_forgotten_total", "Islands forgotten because their shard moved and nobody restated them.", func(s RelayStats) uint64 { return s.Forgotten }),
 		fenced("lease", func(s RelayStats) uint64 { return s.FencedLeases }),
 		fenced("control", func(s RelayStats) uint64 { return s.FencedControl }),

@@ -56,6 +56,7 @@ type RelayStats struct {
 	FencedFrames  uint64 // frames refused: not under the forwarded lease, or no longer admitted
 	Forgotten     uint64 // islands forgotten because their shard moved and the new holder did not restate them: after ForgetAfter, or at once when its manifests claim their members
 	Refused       uint64 // control messages that did not parse, past MaxIslands, or past the bytes waiting for a Step
+	Finals        uint64 // hand-overs whose old holder's last frame handed out went again, on the reliable stream, ahead of the new lease (codec.Final)
 }
 
 // owned is what the relay forwards for one island: whose lease, and its
@@ -73,8 +74,11 @@ type owned struct {
 	shard    uint32
 	firstAt  int64             // the first Step that may hand out a frame of this lease
 	handNow  bool              // frame goes out this Step, off the cadence: the last before a hand-over
+	awaited  bool              // a new holder's first frame waits for this holder's next frame (parked.behind)
 	members  []island.Member   // frame's members
 	sent     []island.Member   // the members of the frame handed out last
+	sentTime island.Time       // its authority time
+	sentSeg  uint32            // its segment
 	manifest []island.MemberID // the members its last manifest forwarded lists
 }
 
@@ -108,6 +112,11 @@ type parked struct {
 	first   island.Frame
 	members []island.Member // first's members
 	ready   bool
+	// behind counts the Steps first has waited for the previous holder's
+	// next frame: first is more than a period after the previous holder's
+	// newest frame here, so handing over now would leave observers
+	// without a sample of the island between them (unpark).
+	behind int64
 }
 
 // maxParkedBytes caps the bytes of messages parked behind one lease, and
@@ -133,7 +142,10 @@ const handOverPeriods = 4
 // it: the relay adds no wait of its own to an uplink's jitter and loses no
 // frame to it. A hand-over keeps the same bound: the old holder's last
 // frame, the new holder's lease and that holder's first frame follow one
-// another within a period. The lease goes in the same Step as the frame it
+// another within a period, and their authority times are no more than a
+// period apart while the old holder's frames keep coming (the relay waits
+// a period at most for the one due); the old holder's last frame goes
+// again, as a Final, just before the new lease. The lease goes in the same Step as the frame it
 // admits: control and datagrams travel apart, and an observer holds a
 // datagram that came before the lease it needs until the lease arrives
 // (receiver.Config.MaxParked), so the frame waits no Step for it. It implements
@@ -413,6 +425,7 @@ func (r *Relay) handingOver(holder string, l codec.Lease) bool {
 // behind it; mu held.
 func (r *Relay) release(k parkKey, p *parked) {
 	delete(r.parked, k)
+	r.final(k.holder, p.lease)
 	if r.lease(k.holder, p.lease) {
 		var first island.Time // the lease's first state: its Spawn's or first frame's
 		if p.ready {
@@ -444,10 +457,24 @@ func (r *Relay) unpark(count bool) {
 		switch {
 		case r.cfg.Fence.Admit(r.cfg.ShardOf(k.island), k.holder, p.lease.Epoch):
 			if p.ready {
-				if o := r.islands[k.island]; o != nil && o.fresh && r.handingOver(k.holder, p.lease) {
-					o.handNow, r.firstDue = true, true
-					r.handAfter = append(r.handAfter, k)
-					continue
+				if o := r.islands[k.island]; o != nil && r.handingOver(k.holder, p.lease) {
+					switch {
+					case o.fresh:
+						o.handNow, r.firstDue = true, true
+						r.handAfter = append(r.handAfter, k)
+						continue
+					case p.first.Time-o.frame.Time > island.Time(r.cfg.Period) && p.behind < r.every:
+						// The previous holder's next frame is due: it
+						// goes first, and the island skips no sample. It
+						// is waited for a period at most.
+						if count {
+							p.behind++
+						}
+						if p.behind < r.every {
+							o.awaited = true
+							continue
+						}
+					}
 				}
 				r.hand(k, p, r.steps)
 				continue
@@ -468,6 +495,20 @@ func (r *Relay) unpark(count bool) {
 	}
 }
 
+// final forwards, ahead of lease l of holder's, a Final of the frame the
+// island's previous holder had handed out last, when that holder still
+// hands the island on: observers may receive that frame's datagram after
+// the lease, and refuse it then; the Final, on the reliable stream, comes
+// before. mu held.
+func (r *Relay) final(holder string, l codec.Lease) {
+	o := r.islands[l.Island]
+	if o == nil || len(o.sent) == 0 || !r.handingOver(holder, l) {
+		return
+	}
+	r.forward(codec.Final{Island: l.Island, Time: o.sentTime, Segment: o.sentSeg, Members: slices.Clone(o.sent)})
+	r.stats.Finals++
+}
+
 // hand releases a parked lease whose holder's first frame is here, and
 // makes that frame the island's, to go out at Step at; mu held.
 func (r *Relay) hand(k parkKey, p *parked, at int64) {
@@ -477,6 +518,7 @@ func (r *Relay) hand(k parkKey, p *parked, at int64) {
 		r.stats.FencedFrames++
 		return
 	}
+	o.awaited = false
 	o.members = append(o.members[:0], p.members...)
 	o.frame = p.first
 	o.frame.Members = o.members
@@ -547,6 +589,11 @@ func (u *Upstream) Commit(f *validator.Validated) {
 	}
 	o.frame, o.members = frameOf(f, o.owner, o.members)
 	o.has, o.fresh = true, true
+	if o.awaited {
+		// A new holder's first frame waited for this one: both go now.
+		o.awaited = false
+		r.promptNow()
+	}
 	switch {
 	case o.lastOut == 0:
 		r.firstDue = true
@@ -655,6 +702,7 @@ func (r *Relay) step(urgent bool) ([]codec.Message, []*island.Frame) {
 		o.lastOut = r.steps
 		f := o.frame
 		o.sent = append(o.sent[:0], o.members...)
+		o.sentTime, o.sentSeg = f.Time, f.Segment
 		f.Members = o.sent
 		r.frames = append(r.frames, f)
 		r.stats.Frames++

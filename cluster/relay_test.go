@@ -47,6 +47,8 @@ type link struct {
 	// overtaken: each step's datagrams arrive before its control, as they
 	// may when the control stream waits for a lost packet.
 	overtaken bool
+	// lose: the datagrams of the next carry are lost.
+	lose bool
 	// views, when set, sees every Render's views.
 	views func([]receiver.IslandView)
 }
@@ -92,6 +94,10 @@ func (l *link) carry(now int64, msgs []codec.Message, frames []*island.Frame) {
 
 // datagrams hands the receiver the step's datagrams.
 func (l *link) datagrams(now int64) {
+	if l.lose {
+		l.lose = false
+		return
+	}
 	for _, d := range l.dgs {
 		l.rx.Datagram(now, d.Bytes)
 	}
@@ -248,6 +254,19 @@ func (o *oneShard) tick(feed func(now int64)) {
 	feed(o.now)
 	msgs, frames := o.relay.Step()
 	o.obs.carry(o.now, msgs, frames)
+}
+
+// untilHandedOut steps a and the relay, half a second at least, until a
+// Step that handed out a's frames.
+func (o *oneShard) untilHandedOut() {
+	for out := 0; o.now < 500_000 || out == 0; {
+		o.now += 1_000_000 / scenario.StepHz
+		msgs, frames := o.a.Step()
+		o.up.carry(o.now, msgs, frames)
+		msgs, fs := o.relay.Step()
+		out = len(fs)
+		o.obs.carry(o.now, msgs, fs)
+	}
 }
 
 // TestRelayForgetsOverlapped: the bridge of "break" splits in two under
@@ -622,14 +641,7 @@ func TestRelayUrgentHandOver(t *testing.T) {
 	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
 	var epochs []uint32
 	r := newOneShard(t, "bridge", fn, nil, receiver.Config{OnCommit: func(f *validator.Validated) { epochs = append(epochs, f.Key().Epoch) }})
-	for out := 0; r.now < 500_000 || out == 0; { // until a Step that handed out a's frames
-		r.now += 1_000_000 / scenario.StepHz
-		msgs, frames := r.a.Step()
-		r.up.carry(r.now, msgs, frames)
-		msgs, out2 := r.relay.Step()
-		out = len(out2)
-		r.obs.carry(r.now, msgs, out2)
-	}
+	r.untilHandedOut()
 	select {
 	case <-r.relay.Prompt():
 		t.Fatal("the relay prompted with no hand-over waiting")
@@ -658,6 +670,105 @@ func TestRelayUrgentHandOver(t *testing.T) {
 	}
 	if _, frames := r.relay.Step(); slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
 		t.Fatal("the Step after Urgent handed b's first state out again")
+	}
+}
+
+// TestRelayHandOverSkipsNoSample: b's first state reaches the relay two
+// periods after the newest frame of a's it holds, a's frame between them
+// still on its way. The relay waits for that frame (a period at most),
+// hands it out, and sends it again as a Final ahead of b's lease, so an
+// observer that never gets its datagram still commits it before b's
+// first state: the island's authority time moves on by one period across
+// the hand-over, as it does between any two frames. When a's frame does
+// not come, b's lease goes a period later all the same.
+func TestRelayHandOverSkipsNoSample(t *testing.T) {
+	for _, comes := range []bool{true, false} {
+		fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+		type commit struct {
+			epoch uint32
+			t     island.Time
+		}
+		var commits []commit
+		r := newOneShard(t, "bridge", fn, nil, receiver.Config{OnCommit: func(f *validator.Validated) {
+			commits = append(commits, commit{f.Key().Epoch, f.Time()})
+		}})
+		r.untilHandedOut()
+		// a's next frame is sampled and stays on its way.
+		var heldMsgs []codec.Message
+		var heldFrames []*island.Frame
+		for heldFrames == nil {
+			r.now += 1_000_000 / scenario.StepHz
+			msgs, frames := r.a.Step()
+			heldMsgs = append(heldMsgs, msgs...)
+			if len(frames) > 0 {
+				heldFrames = frames
+			}
+			m, f := r.relay.Step()
+			r.obs.carry(r.now, m, f)
+		}
+		next := heldFrames[0].Time
+		// b claims the shard; its first state is a period after a's
+		// frame on its way.
+		fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+		fn.fence[0] = Holding{Holder: "b", Epoch: 101}
+		b, _ := scenario.NewShardAuthority(r.scs, 20, next+1)
+		_ = b.Gain(0, 101, nil)
+		upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
+		upB.carry(r.now, b.Control(), nil)
+		select {
+		case <-r.relay.Prompt(): // b's first state is here
+		default:
+		}
+		m, f := r.relay.Urgent()
+		r.obs.carry(r.now, m, f)
+		if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{100}) {
+			t.Fatalf("a's frame of %d µs on its way, b's first state there: the observer holds leases of epochs %v, want a's (100) until that frame", next, e)
+		}
+		period := island.Time(r.a.Period())
+		if comes {
+			r.up.carry(r.now, heldMsgs, heldFrames)
+			select {
+			case <-r.relay.Prompt():
+			default:
+				t.Fatal("a's awaited frame is here and the relay did not prompt")
+			}
+			r.obs.lose = true // the frame's datagram is lost: only the Final brings it
+			m, f := r.relay.Urgent()
+			r.obs.carry(r.now, m, f)
+			m, f = r.relay.Step()
+			if !slices.ContainsFunc(m, func(m codec.Message) bool { fm, ok := m.(codec.Final); return ok && fm.Time == next }) {
+				var types []codec.MessageType
+				for _, m := range m {
+					types = append(types, m.Type())
+				}
+				t.Fatalf("the hand-over's control %v carries no Final of a's frame of %d µs", types, next)
+			}
+			r.obs.carry(r.now, m, f)
+		} else {
+			for range r.relay.every {
+				m, f := r.relay.Step()
+				r.obs.carry(r.now, m, f)
+			}
+		}
+		if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) {
+			t.Fatalf("comes %v: after the hand-over the observer holds leases of epochs %v, want b's (101)", comes, e)
+		}
+		var last, first island.Time
+		for _, c := range commits {
+			if c.epoch == 100 {
+				last = c.t
+			}
+			if c.epoch == 101 && first == 0 {
+				first = c.t
+			}
+		}
+		want := period
+		if !comes {
+			want = 2 * period
+		}
+		if first-last != want {
+			t.Fatalf("comes %v: authority time from a's last frame (%d µs) to b's first (%d µs) %d µs, want %d", comes, last, first, first-last, want)
+		}
 	}
 }
 
