@@ -145,12 +145,13 @@ const handOverPeriods = 4
 // another within a period, and their authority times are no more than a
 // period apart while the old holder's frames keep coming (the relay waits
 // a period at most for the one due); the old holder's last frame goes
-// again, as a Final, just before the new lease. The lease goes in the same Step as the frame it
-// admits: control and datagrams travel apart, and an observer holds a
-// datagram that came before the lease it needs until the lease arrives
-// (receiver.Config.MaxParked), so the frame waits no Step for it. It implements
-// transport.Source. Safe for concurrent use: upstreams feed it from their
-// own goroutines while the server steps it.
+// again, as a Final, just before the new lease. The lease goes in the
+// same Step as the frame it admits: control and datagrams travel apart,
+// and an observer holds a datagram that came before the lease it needs
+// until the lease arrives (receiver.Config.MaxParked), so the frame waits
+// no Step for it. It implements transport.Source. Safe for concurrent
+// use: upstreams feed it from their own goroutines while the server steps
+// it.
 type Relay struct {
 	cfg   RelayConfig
 	every int64 // Steps per broadcast
