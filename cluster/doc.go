@@ -90,9 +90,10 @@
 // more than a period across the hand-over. Ahead of the new lease the
 // relay sends the old holder's last frame again, as a codec.Final on the
 // control stream: an observer refuses an older epoch's frame once it
-// holds the new lease, and the frame's datagram may arrive after it. An island of another holder whose bodies a forwarded
-// manifest claims (one the new holder did not restate, nor has a lease of
-// waiting at the front) is forgotten at once, as of its last frame or the
+// holds the new lease, and the frame's datagram may arrive after it.
+// An island of another holder whose bodies a forwarded manifest claims
+// (one the new holder did not restate, nor has a lease of waiting at the
+// front) is forgotten at once, as of its last frame or the
 // claiming island's first state under the new lease, whichever is earlier
 // — the old holder steps on while it hands the shard over, and its clock
 // may run a step ahead — so that at no playback time does an observer

@@ -56,7 +56,10 @@
 //     frame does not show it early) — is not shown yet and does not count
 //     against ViewReady; a Spawn gives its state at that time on the
 //     reliable stream, committed as its first frame, so it is shown valid
-//     from then on even when that frame's datagram is lost; a new
+//     from then on even when that frame's datagram is lost; a Final (a
+//     relayed hand-off's last state under the old lease, just before the
+//     new Lease) is committed as the frame it repeats, so a datagram the
+//     new Lease overtook costs no sample; a new
 //     version of an island (topology, config, owner) is shown from its
 //     first frame on, the old one until then (package store); a Destroy
 //     tombstones its identities and a Forget drops its island when playback
