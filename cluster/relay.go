@@ -56,7 +56,7 @@ type RelayStats struct {
 	FencedFrames  uint64 // frames refused: not under the forwarded lease, or no longer admitted
 	Forgotten     uint64 // islands forgotten because their shard moved and the new holder did not restate them: after ForgetAfter, or at once when its manifests claim their members
 	Refused       uint64 // control messages that did not parse, past MaxIslands, or past the bytes waiting for a Step
-	Finals        uint64 // hand-overs whose old holder's last frame handed out went again, on the reliable stream, ahead of the new lease (codec.Final)
+	Finals        uint64 // hand-overs whose old holder's last frame handed out went again, on the reliable stream, ahead of the new lease (codec.Final); one the cap on control waiting for a Step refused counts under Refused alone
 }
 
 // owned is what the relay forwards for one island: whose lease, and its
@@ -506,8 +506,9 @@ func (r *Relay) final(holder string, l codec.Lease) {
 	if o == nil || len(o.sent) == 0 || !r.handingOver(holder, l) {
 		return
 	}
-	r.forward(codec.Final{Island: l.Island, Time: o.sentTime, Segment: o.sentSeg, Members: slices.Clone(o.sent)})
-	r.stats.Finals++
+	if r.forward(codec.Final{Island: l.Island, Time: o.sentTime, Segment: o.sentSeg, Members: slices.Clone(o.sent)}) {
+		r.stats.Finals++
+	}
 }
 
 // hand releases a parked lease whose holder's first frame is here, and
@@ -527,17 +528,18 @@ func (r *Relay) hand(k parkKey, p *parked, at int64) {
 	r.firstDue = true
 }
 
-// forward queues m for the next Step; mu held.
-func (r *Relay) forward(m codec.Message) {
+// forward queues m for the next Step and reports whether it did; mu held.
+func (r *Relay) forward(m codec.Message) bool {
 	if r.pendingBytes+m.Size() > maxPendingBytes {
 		// Nobody steps the relay, or an authority floods it: refuse (and
 		// count) rather than grow without bound.
 		r.stats.Refused++
-		return
+		return false
 	}
 	r.pending = append(r.pending, m)
 	r.pendingBytes += m.Size()
 	r.stats.Control++
+	return true
 }
 
 // Commit takes one frame the upstream's receiver committed.

@@ -772,6 +772,36 @@ func TestRelayHandOverSkipsNoSample(t *testing.T) {
 	}
 }
 
+// TestRelayCountsFinalsSent: a Final the relay's cap on control waiting
+// for a Step refuses is counted as refused, not as a Final sent.
+func TestRelayCountsFinalsSent(t *testing.T) {
+	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+	r := newOneShard(t, "bridge", fn, nil, receiver.Config{})
+	r.untilHandedOut()
+	fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+	fn.fence[0] = Holding{Holder: "b", Epoch: 101}
+	rl := r.relay
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	var id uint32
+	for id = range rl.islands {
+		break
+	}
+	l := codec.Lease{Island: id, Epoch: 101, Owner: 2}
+	st := rl.stats
+	rl.pendingBytes = maxPendingBytes
+	rl.final("b", l)
+	if rl.stats.Finals != st.Finals || rl.stats.Refused != st.Refused+1 {
+		t.Fatalf("with no room for it: Finals %d → %d, Refused %d → %d; want the Final refused, not sent",
+			st.Finals, rl.stats.Finals, st.Refused, rl.stats.Refused)
+	}
+	rl.pendingBytes = 0
+	rl.final("b", l)
+	if rl.stats.Finals != st.Finals+1 {
+		t.Fatalf("with room: Finals %d → %d, want one more", st.Finals, rl.stats.Finals)
+	}
+}
+
 // leaseEpochs returns the distinct epochs of the leases rx holds, sorted.
 func leaseEpochs(rx *receiver.Receiver) []uint32 {
 	var e []uint32
