@@ -20,9 +20,10 @@
 // list, and when an authority joins or leaves only its share moves.
 // Member.Serve keeps a member holding exactly its share: it claims free
 // shards it owns, releases those another authority now owns, and reports
-// both through Hooks. The releases and claims one change calls for go to
-// etcd together, so shards move in about one round trip each way however
-// many there are.
+// both through Hooks (and, to whoever times them, how long each claim
+// and release took: Hooks.Etcd). The releases and claims one change calls
+// for go to etcd together, so shards move in about one round trip each way
+// however many there are.
 //
 //   - Crash: a member that stops without a goodbye keeps its shards until
 //     its lease goes, a TTL after its last keep-alive; the others then

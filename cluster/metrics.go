@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/islandsync/islandsync/transport"
@@ -11,7 +13,13 @@ type nodeMetrics struct {
 	held    prometheus.Gauge
 	changes *prometheus.CounterVec
 	gaps    prometheus.Histogram
+	etcd    *prometheus.HistogramVec
+	gain    prometheus.Histogram
 }
+
+// latencyBuckets are the bounds, in seconds, of the histograms of the
+// steps a change of hands takes: etcd's answers and a gain's build.
+var latencyBuckets = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2}
 
 func newNodeMetrics(reg prometheus.Registerer, role Role) *nodeMetrics {
 	if reg == nil {
@@ -24,7 +32,13 @@ func newNodeMetrics(reg prometheus.Registerer, role Role) *nodeMetrics {
 			Name: "shards_held", Help: "Shards this authority holds now."})
 		m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "islandsync", Subsystem: "cluster",
 			Name: "shard_changes_total", Help: "Shards this authority gained or lost."}, []string{"change"})
-		reg.MustRegister(m.held, m.changes)
+		m.etcd = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "islandsync", Subsystem: "cluster",
+			Name: "etcd_call_seconds", Help: "This authority's etcd transactions for shards and its leave, from request to answer: call claim, release or leave.",
+			Buckets: latencyBuckets}, []string{"call"})
+		m.gain = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Subsystem: "cluster",
+			Name: "gain_seconds", Help: "For each shard this authority gained: from etcd's answer to its claim to its islands announced (its world built and caught up).",
+			Buckets: latencyBuckets})
+		reg.MustRegister(m.held, m.changes, m.etcd, m.gain)
 	case Front:
 		m.gaps = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Subsystem: "cluster",
 			Name: "handoff_gap_seconds", Help: "For each island handed to another holder or epoch: from the old lease's last frame relayed to the new one's first.",
@@ -43,6 +57,20 @@ func (m *nodeMetrics) change(gain bool, held int) {
 		m.changes.WithLabelValues("gained").Inc()
 	} else {
 		m.changes.WithLabelValues("lost").Inc()
+	}
+}
+
+// etcdCall records one etcd transaction's time.
+func (m *nodeMetrics) etcdCall(call string, took time.Duration) {
+	if m != nil && m.etcd != nil {
+		m.etcd.WithLabelValues(call).Observe(took.Seconds())
+	}
+}
+
+// gained records how long a gained shard took to be taken up.
+func (m *nodeMetrics) gained(took time.Duration) {
+	if m != nil && m.gain != nil {
+		m.gain.Observe(took.Seconds())
 	}
 }
 

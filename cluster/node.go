@@ -253,15 +253,17 @@ type shardSource struct {
 	now       func() island.Time // the timeline's clock, µs; nil: steps alone keep the time
 	mu        sync.Mutex
 	reqs      []*shardReq
-	prompt    chan struct{}  // a change waits: the server takes it at once (Urgent)
-	step      atomic.Int64   // the authority's timeline step + 1, for the gains prepared meanwhile; 0: not known yet (a gain is then built where it is taken)
-	preparing sync.WaitGroup // gains whose worlds are being prepared
+	prompt    chan struct{}       // a change waits: the server takes it at once (Urgent)
+	taken     func(time.Duration) // told, for each gain taken up, how long after its request; nil: nobody
+	step      atomic.Int64        // the authority's timeline step + 1, for the gains prepared meanwhile; 0: not known yet (a gain is then built where it is taken)
+	preparing sync.WaitGroup      // gains whose worlds are being prepared
 }
 
 type shardReq struct {
 	shard uint32
 	epoch uint32
 	gain  bool
+	at    time.Time // when it was requested
 	done  chan struct{}
 	// A gain's world, prepared on a goroutine of its own (nil when the
 	// preparation failed: the gain then builds it where it is taken);
@@ -298,7 +300,7 @@ func (s *shardSource) poke() {
 // islands' spawns) goes out at once, and its first frames at the next
 // step.
 func (s *shardSource) change(shard, epoch uint32, gain bool, stopped <-chan struct{}) {
-	r := &shardReq{shard: shard, epoch: epoch, gain: gain, done: make(chan struct{})}
+	r := &shardReq{shard: shard, epoch: epoch, gain: gain, at: time.Now(), done: make(chan struct{})}
 	if gain {
 		r.ready = make(chan struct{})
 		s.preparing.Add(1)
@@ -373,6 +375,9 @@ func (s *shardSource) take() {
 			if r.prepared == nil || s.auth.Adopt(r.prepared) != nil {
 				_ = s.auth.Gain(int(r.shard), r.epoch, s.last)
 			}
+			if s.taken != nil {
+				s.taken(time.Since(r.at))
+			}
 		} else {
 			s.auth.Lose(int(r.shard))
 		}
@@ -434,7 +439,9 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	}
 	n := len(cfg.Scenarios)
 	sb := newStandby(func(id uint32) uint32 { return uint32(scenario.ShardOf(id, n)) })
-	src := &shardSource{auth: auth, last: sb.last, now: func() island.Time { return island.Time(w.Now(time.Now())) }, prompt: make(chan struct{}, 1)}
+	met := newNodeMetrics(cfg.Registry, Authority)
+	src := &shardSource{auth: auth, last: sb.last, now: func() island.Time { return island.Time(w.Now(time.Now())) }, prompt: make(chan struct{}, 1),
+		taken: met.gained}
 	src.step.Store(auth.Steps() + 1)
 	cfg.Server.Timeline = w.Timeline
 	if cfg.Dial {
@@ -494,7 +501,6 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	if cfg.Ready != nil {
 		cfg.Ready(srv)
 	}
-	met := newNodeMetrics(cfg.Registry, Authority)
 	registerReaped(cfg.Registry, m)
 	held := 0
 	apply := func(shard, epoch uint32, gain bool) {
@@ -569,6 +575,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 		serveErr = m.Serve(serveCtx, tb, cfg.shards(), Hooks{
 			Gain: func(s, e uint32) { change(s, e, true) },
 			Lose: func(s, e uint32) { change(s, e, false) },
+			Etcd: met.etcdCall,
 		})
 		close(served)
 	}()
@@ -591,9 +598,11 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	log.Info("draining")
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.TTL())
 	defer cancel()
+	left := time.Now()
 	if err := m.Leave(dctx); err != nil {
 		return err
 	}
+	met.etcdCall("leave", time.Since(left))
 	select {
 	case <-served:
 		if !errors.Is(serveErr, ErrDrained) {

@@ -338,6 +338,8 @@ func TestClusterOverQUIC(t *testing.T) {
 
 	// Drain: b stops with a goodbye; c takes everything at once.
 	moved := tb.Held("b")
+	claims0, _ := histogram(t, "c", "islandsync_cluster_etcd_call_seconds", "claim")
+	gains0, gainSum0 := histogram(t, "c", "islandsync_cluster_gain_seconds", "")
 	before, within := frontGaps(t, "f", 0.05)
 	_, within2 := frontGaps(t, "f", 0.1)
 	drained := time.Now()
@@ -370,6 +372,20 @@ func TestClusterOverQUIC(t *testing.T) {
 	}
 	obs.mu.Unlock()
 	t.Logf("drain: %d islands of %d shards back after p50 %v, max %v; silent p50 %v, max %v; jump p50 %.3f m, max %.3f m; off course p50 %.3f m, max %.3f m", len(gaps), len(moved), gaps[len(gaps)/2], gaps[len(gaps)-1], quiet[len(quiet)/2], quiet[len(quiet)-1], jumps[len(jumps)/2], jumps[len(jumps)-1], offs[len(offs)/2], offs[len(offs)-1])
+	// The steps of the change of hands that the authorities time: b's
+	// leave and releases, c's claims and gains.
+	leaves, leaveSum := histogram(t, "b", "islandsync_cluster_etcd_call_seconds", "leave")
+	releases, releaseSum := histogram(t, "b", "islandsync_cluster_etcd_call_seconds", "release")
+	claims, claimSum := histogram(t, "c", "islandsync_cluster_etcd_call_seconds", "claim")
+	gains, gainSum := histogram(t, "c", "islandsync_cluster_gain_seconds", "")
+	if leaves != 1 || releases < uint64(len(moved)) || claims-claims0 < uint64(len(moved)) || gains-gains0 != claims-claims0 {
+		t.Errorf("drain of %d shards: b's metrics show %d leaves and %d releases, c's %d claims and %d gains taken up",
+			len(moved), leaves, releases, claims-claims0, gains-gains0)
+	}
+	if gains > gains0 {
+		t.Logf("drain: b's leave took %v and its releases %v each on average; c's claims %v each, its gains %v each from claim to announced",
+			secs(leaveSum), secs(releaseSum/float64(releases)), secs(claimSum/float64(claims)), secs((gainSum-gainSum0)/float64(gains-gains0)))
+	}
 	// Of the silence, what the authorities' sampling makes: the authority
 	// time between the old holder's last frame and the new one's first.
 	ag := authorityGaps(obs, moved, len(scs), drained)
@@ -508,6 +524,28 @@ func frontGaps(t *testing.T, node string, le float64) (n, within uint64) {
 	}
 	return n, within
 }
+
+// histogram reads one of a node's histograms: its count and sum (of the
+// series whose label has value label; any, when label is empty).
+func histogram(t *testing.T, node, name, label string) (n uint64, sum float64) {
+	t.Helper()
+	for _, mf := range gather(t, node) {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label != "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetValue() == label }) {
+				continue
+			}
+			n += m.GetHistogram().GetSampleCount()
+			sum += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return n, sum
+}
+
+// secs is s seconds as a duration, to the microsecond.
+func secs(s float64) time.Duration { return time.Duration(s*1e6) * time.Microsecond }
 
 // islandGaps returns, sorted, how long after since each island of shards
 // first committed under its newest epoch, and how long each went without

@@ -33,7 +33,7 @@ func Owner(shard uint32, authorities []string) string {
 	return best
 }
 
-// Hooks are what Serve tells its caller. Both are called from Serve's
+// Hooks are what Serve tells its caller. Each is called from Serve's
 // goroutine, one at a time.
 type Hooks struct {
 	// Gain: the member now holds shard at epoch; it may step and send the
@@ -48,6 +48,10 @@ type Hooks struct {
 	// them — or once HandOffWait has passed without a claim, or at once
 	// when no other authority is registered.
 	Lose func(shard, epoch uint32)
+	// Etcd, if set, is told how long each claim and release of a shard
+	// took, from its request to etcd's answer (call "claim" or
+	// "release"), whatever the answer.
+	Etcd func(call string, took time.Duration)
 }
 
 // ErrDrained is Serve's answer once the member has left the world and
@@ -155,6 +159,9 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 		m.shardCalls(ctx, calls)
 		cancelled := false
 		for _, c := range calls {
+			if h.Etcd != nil {
+				h.Etcd(map[bool]string{true: "release", false: "claim"}[c.release], c.took)
+			}
 			s := c.shard
 			if c.release {
 				delete(held, s)
@@ -215,17 +222,20 @@ type shardCall struct {
 	release      bool
 	ok           bool // a release deleted the key
 	err          error
+	took         time.Duration // from the request to etcd's answer
 }
 
 // shardCalls makes every release and claim of calls at once, each on its
 // own goroutine, and returns when every one has its answer.
 func (m *Member) shardCalls(ctx context.Context, calls []shardCall) {
 	do := func(c *shardCall) {
+		start := time.Now()
 		if c.release {
 			c.ok, c.err = m.Release(ctx, c.shard, c.epoch)
 		} else {
 			c.epoch, c.err = m.Claim(ctx, c.shard)
 		}
+		c.took = time.Since(start)
 	}
 	if len(calls) == 1 {
 		do(&calls[0])

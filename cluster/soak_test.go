@@ -144,12 +144,34 @@ func TestClusterSoak(t *testing.T) {
 	// islands' return is reported from it too.
 	moveAll := func(what string, n *node, cause error, heir string, expiry time.Time) {
 		moved, since := tb.Held(n.name), time.Now()
+		claims0, claimSum0 := histogram(t, heir, "islandsync_cluster_etcd_call_seconds", "claim")
+		gains0, gainSum0 := histogram(t, heir, "islandsync_cluster_gain_seconds", "")
+		releases0, releaseSum0 := histogram(t, n.name, "islandsync_cluster_etcd_call_seconds", "release")
 		if err := n.stop(cause); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		await(t, heir+" holds everything", heldBy(tb, shards, heir))
 		everyone("every shard from " + heir)
 		gaps(what, moved, since)
+		// What the authorities timed of it: etcd's answers and the gains'
+		// builds, each on average.
+		claims, claimSum := histogram(t, heir, "islandsync_cluster_etcd_call_seconds", "claim")
+		gains, gainSum := histogram(t, heir, "islandsync_cluster_gain_seconds", "")
+		releases, releaseSum := histogram(t, n.name, "islandsync_cluster_etcd_call_seconds", "release")
+		_, leaveSum := histogram(t, n.name, "islandsync_cluster_etcd_call_seconds", "leave")
+		mean := func(sum, sum0 float64, k, k0 uint64) time.Duration {
+			if k == k0 {
+				return 0
+			}
+			return secs((sum - sum0) / float64(k-k0))
+		}
+		took := fmt.Sprintf("%s's claims %v, its gains %v from claim to announced (each on average)",
+			heir, mean(claimSum, claimSum0, claims, claims0), mean(gainSum, gainSum0, gains, gains0))
+		if cause == nil {
+			took = fmt.Sprintf("%s's leave took %v, its releases %v; %s", n.name, secs(leaveSum),
+				mean(releaseSum, releaseSum0, releases, releases0), took)
+		}
+		t.Logf("%s: %s", what, took)
 		if expiry.IsZero() {
 			return
 		}
