@@ -160,7 +160,11 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 		cancelled := false
 		for _, c := range calls {
 			if h.Etcd != nil {
-				h.Etcd(map[bool]string{true: "release", false: "claim"}[c.release], c.took)
+				call := "claim"
+				if c.release {
+					call = "release"
+				}
+				h.Etcd(call, c.took)
 			}
 			s := c.shard
 			if c.release {
