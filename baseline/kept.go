@@ -33,10 +33,10 @@ const MaxKept = Window + 2
 // evicting them from the cache.
 type Kept struct {
 	head, n int              // the oldest table's slot; tables held
+	nSpare  int              // beside head and n: the line Find reads
+	spare   [maxSpare]*Table // tables let go, for reuse: storage sized for this island
 	ids     [ring]uint32     // ids[s] == tables[s].ID for every slot in use
 	tables  [ring]*Table     // logical i (0: the oldest) at slot (head+i) % ring
-	spare   [maxSpare]*Table // tables let go, for NewTable: storage sized for this island
-	nSpare  int
 }
 
 // ring is the slots of a Kept: MaxKept and one for the table Keep inserts
@@ -58,14 +58,29 @@ func (k *Kept) slot(i int) int {
 // NewTable returns an empty table, recycled from those k let go when it
 // can, so that keeping a baseline per broadcast allocates nothing once warm.
 func (k *Kept) NewTable() *Table {
+	t := k.take()
+	t.Entries = t.Entries[:0]
+	return t
+}
+
+// KeepFrame keeps a copy of the frame f with members ents as Keep keeps
+// a table, in a table k let go before when it holds one: a receiver
+// keeps every frame it commits this way and allocates nothing once warm.
+func (k *Kept) KeepFrame(f *FrameInfo, ents []Entry, newest uint32) bool {
+	t := k.take()
+	t.fill(f, ents)
+	return k.Keep(t, newest)
+}
+
+// take returns a table k let go, or a new one, as it is.
+func (k *Kept) take() *Table {
 	if k.nSpare > 0 {
 		k.nSpare--
 		t := k.spare[k.nSpare]
 		k.spare[k.nSpare] = nil
-		t.Entries = t.Entries[:0]
 		return t
 	}
-	return &Table{}
+	return newTable()
 }
 
 func (k *Kept) recycle(t *Table) {

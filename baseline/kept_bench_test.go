@@ -1,15 +1,21 @@
 package baseline
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/islandsync/islandsync/island"
+)
 
 // BenchmarkKept is an observer's baseline keeping for 900 islands, as on
 // the Fiedler scene: per broadcast and island, find the baseline a delta
-// names (two broadcasts back), then keep the new frame's table, recycled
-// from those the window let go. Reported per island per broadcast.
+// names (two broadcasts back), then keep the new frame (one body), in a
+// table recycled from those the window let go. Reported per island per
+// broadcast.
 func BenchmarkKept(b *testing.B) {
 	const islands = 900
 	kept := make([]Kept, islands)
 	seq := uint32(0)
+	ents := []Entry{{}}
 	broadcast := func() {
 		seq++
 		for i := range kept {
@@ -17,10 +23,7 @@ func BenchmarkKept(b *testing.B) {
 			if seq > 2 && k.Find(seq-2) == nil {
 				b.Fatalf("island %d: no baseline %d", i, seq-2)
 			}
-			t := k.NewTable()
-			t.ID = seq
-			t.Entries = append(t.Entries[:0], Entry{})
-			k.Keep(t, seq)
+			k.KeepFrame(&FrameInfo{Key: island.Key{Island: uint32(i), Seq: seq}}, ents, seq)
 		}
 	}
 	for range 2 * Window {

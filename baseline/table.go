@@ -31,6 +31,35 @@ type Table struct {
 
 	pool *Pool // the pool it goes back to; nil: not counted
 	refs int32 // references counted while pooled
+
+	// one is the storage of a table of one member, beside its header:
+	// most islands of a busy world are a body each, and a receiver reading
+	// or writing hundreds of tables per broadcast, each cold in the cache,
+	// then misses once per table rather than once for the header and again
+	// for the members.
+	one [1]Entry
+}
+
+// fill makes t the table of frame f, its sequence f.Key.Seq, with a copy
+// of members ents, in the storage t had. Members that fit inline are
+// written without reading what t held: a table let go broadcasts ago is
+// cold in the cache, and writes to it need not wait for it.
+func (t *Table) fill(f *FrameInfo, ents []Entry) {
+	t.ID, t.Frame = f.Key.Seq, *f
+	if len(ents) <= len(t.one) {
+		t.Entries = t.one[:len(ents)]
+		copy(t.Entries, ents)
+		return
+	}
+	t.Entries = append(t.Entries[:0], ents...)
+}
+
+// newTable returns an empty table whose members are stored inline while
+// they are one.
+func newTable() *Table {
+	t := &Table{}
+	t.Entries = t.one[:0]
+	return t
 }
 
 // FrameInfo is what an island frame's table carries besides its members.

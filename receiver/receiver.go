@@ -166,6 +166,8 @@ type Receiver struct {
 	wsum        codec.DatagramSum // the sums of its whole frames
 	keyReq      []uint32          // islands to ask keyframes for, ascending
 	ents        []baseline.Entry  // scratch: restored members
+	runBases    []*baseline.Table // scratch: the baselines of a run's islands, looked up before any is restored
+	recBases    []found           // scratch: the islands and baselines of a datagram's deltas, likewise
 	raw         []byte            // scratch: their quantized records
 	ids         []island.MemberID
 	states      []island.State // scratch: restored members as the validator takes them

@@ -120,13 +120,25 @@ func (r *Receiver) quantDatagram(now int64, b []byte) bool {
 	}
 	r.whole, r.wents, r.wholeBad, r.dgRefused = r.whole[:0], r.wents[:0], false, false
 	r.wsum.Reset()
+	// The baselines of the datagram's deltas are looked up before any is
+	// restored, as a run's are (restoreRun says why).
+	r.recBases = r.recBases[:0]
+	for i := range recs {
+		var f found
+		if rec := &recs[i]; rec.Kind == codec.KindDelta {
+			if f.s = r.islandOf(rec.Island); f.s != nil {
+				f.t = f.s.kept.Find(h.Seq - rec.Lag)
+			}
+		}
+		r.recBases = append(r.recBases, f)
+	}
 	for i := range recs {
 		rec := &recs[i]
 		switch rec.Kind {
 		case codec.KindRun:
-			r.restoreRun(now, h, rec, rec.Island, rec.Count)
+			r.restoreRun(h, rec, rec.Island, rec.Count)
 		case codec.KindDelta:
-			r.restoreDelta(now, h, rec)
+			r.restoreDelta(now, h, rec, r.recBases[i])
 			if rec.Fragments > 1 {
 				r.rebuilt(now, h, r.asm.ParityData(now, h.Seq, rec))
 			}
@@ -179,7 +191,7 @@ func (r *Receiver) rebuilt(now int64, h codec.Header, recs []codec.Record) {
 		case codec.KindKey:
 			r.restoreKey(now, h, &recs[i])
 		case codec.KindDelta:
-			r.restoreDelta(now, h, &recs[i])
+			r.restoreDelta(now, h, &recs[i], found{})
 		}
 	}
 }
@@ -297,14 +309,30 @@ func (r *Receiver) baseIn(s *islandBases, h codec.Header, rec *codec.Record, id 
 // covers. Only islands with a manifest are visited — a run may name up to
 // 2³² − 1 islands, and walking them all would let one datagram hold the
 // receiver for minutes; the others are counted as unknown at once.
-func (r *Receiver) restoreRun(now int64, h codec.Header, rec *codec.Record, first, n uint32) {
+//
+// A run covers most islands of a broadcast, and each island's baselines
+// are cold in the cache by the time the next broadcast comes. Their
+// tables are therefore looked up for the whole run first, in a loop that
+// does nothing else, so that the processor fetches many islands' tables
+// at once rather than waiting for each in turn; the islands are restored
+// after.
+func (r *Receiver) restoreRun(h codec.Header, rec *codec.Record, first, n uint32) {
 	end := uint64(first) + uint64(n)
-	visited := uint64(0)
-	i, _ := slices.BinarySearch(r.known, first)
-	for ; i < len(r.known) && uint64(r.known[i]) < end; i++ {
-		r.restorePredicted(now, h, rec, i)
-		visited++
+	lo, _ := slices.BinarySearch(r.known, first)
+	hi := lo
+	seq := h.Seq - rec.Lag
+	r.runBases = r.runBases[:0]
+	for ; hi < len(r.known) && uint64(r.known[hi]) < end; hi++ {
+		t := r.basesAt(hi).kept.Find(seq)
+		if t != nil && t.Frame.Class != rec.Class {
+			t = nil // not this run's baseline: restorePredicted refuses it
+		}
+		r.runBases = append(r.runBases, t)
 	}
+	for i := lo; i < hi; i++ {
+		r.restorePredicted(h, rec, i, r.runBases[i-lo])
+	}
+	visited := uint64(hi - lo)
 	r.stats.Wire.Records += uint64(n) - visited
 	r.stats.Wire.Unknown += uint64(n) - visited
 	if visited < uint64(n) {
@@ -312,19 +340,18 @@ func (r *Receiver) restoreRun(now int64, h codec.Header, rec *codec.Record, firs
 	}
 }
 
-// restorePredicted restores island known[i] as its prediction from the
-// baseline rec names.
-func (r *Receiver) restorePredicted(now int64, h codec.Header, rec *codec.Record, i int) {
+// restorePredicted restores island known[i] as its prediction from base,
+// the baseline rec names, looked up by restoreRun (nil: not held, or not
+// of rec's class).
+func (r *Receiver) restorePredicted(h codec.Header, rec *codec.Record, i int, base *baseline.Table) {
 	r.stats.Wire.Records++
 	id := r.known[i]
-	s, base := r.baseIn(r.basesAt(i), h, rec, id)
+	s := r.bases[i]
 	if base == nil {
-		r.wholeBad = true
-		return
-	}
-	if rec.Class != base.Frame.Class { // a run's class bits must be its baselines'
-		r.stats.Decode.add(codec.ErrMalformed)
-		r.requestKey(id)
+		if _, held := r.baseIn(s, h, rec, id); held != nil { // held, of another class: a run's class bits must be its baselines'
+			r.stats.Decode.add(codec.ErrMalformed)
+			r.requestKey(id)
+		}
 		r.wholeBad = true
 		return
 	}
@@ -335,9 +362,22 @@ func (r *Receiver) restorePredicted(now int64, h codec.Header, rec *codec.Record
 	r.stageAt(s, info, 0, off)
 }
 
-func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record) {
+// found is an island's baselines and the baseline a record names, looked
+// up ahead of the record's restore (restoreRun says why); t nil: not
+// looked up, or not held.
+type found struct {
+	s *islandBases
+	t *baseline.Table
+}
+
+// restoreDelta restores a delta record, from the baseline f found for it
+// ahead when it did.
+func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record, f found) {
 	r.stats.Wire.Records++
-	s, base := r.base(h, rec, rec.Island)
+	s, base := f.s, f.t
+	if base == nil {
+		s, base = r.base(h, rec, rec.Island)
+	}
 	if base == nil {
 		if rec.Fragments == 1 {
 			r.wholeBad = true
@@ -448,10 +488,7 @@ func (r *Receiver) commitStates(now int64, h validator.Header, ids []island.Memb
 // copied into a table the island recycled, whose storage fits them once
 // warm: steady state allocates nothing.
 func (r *Receiver) keepBaseline(s *islandBases, info *baseline.FrameInfo, ents []baseline.Entry) {
-	t := s.kept.NewTable()
-	t.ID, t.Frame = info.Key.Seq, *info
-	t.Entries = append(t.Entries[:0], ents...)
-	if s.kept.Keep(t, r.newestSeq) {
+	if s.kept.KeepFrame(info, ents, r.newestSeq) {
 		r.stats.Wire.Stored++
 	}
 }
