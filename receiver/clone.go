@@ -55,6 +55,7 @@ func (r *Receiver) Clone() *Receiver {
 	c.lot = r.lot.clone()
 	c.ents, c.raw, c.ids, c.states = nil, nil, nil, nil
 	c.whole, c.wents, c.wsum = nil, nil, codec.DatagramSum{}
+	c.runBases, c.recBases = nil, nil
 	return &c
 }
 

@@ -105,3 +105,24 @@ func TestCloneGoesOnAlike(t *testing.T) {
 		t.Fatalf("the run proves little: %d committed, %d rebuilt from parity", st.FramesCommitted, st.Assembler.Count(assembler.Rebuilt))
 	}
 }
+
+// TestClonesRunConcurrently: a copy shares no storage with its original,
+// scratch included, so the two may receive on goroutines of their own —
+// the race detector finds any that is shared — and both end alike.
+// Local simulation is off, as in TestCloneGoesOnAlike.
+func TestClonesRunConcurrently(t *testing.T) {
+	rec := recordWarm(t, "boxes", 10, 20, 3)
+	a, _ := New(Config{StraightExtrapolation: true})
+	rec.play(a, 0, rec.warm, true)
+	b := a.Clone()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rec.play(b, rec.warm, len(rec.now), true)
+	}()
+	rec.play(a, rec.warm, len(rec.now), true)
+	<-done
+	if sa, sb := a.Stats(), b.Stats(); sa.FramesCommitted != sb.FramesCommitted || sa.FramesCommitted == 0 {
+		t.Fatalf("committed %d and %d frames, want the same, some", sa.FramesCommitted, sb.FramesCommitted)
+	}
+}
