@@ -46,7 +46,13 @@
 // each frame it commits with Kept.KeepFrame, which copies it into a table
 // the island's window let go: a steady receive allocates none either. A
 // table of one body (most islands of a busy world) holds it inline, so
-// reading or writing one that is cold in the cache misses once.
+// reading or writing one that is cold in the cache misses once, and an
+// observer's islands keep such tables in one Arena, side by side
+// broadcast by broadcast, so that a receive reads its baselines and
+// writes its new tables as streams through memory rather than one
+// scattered table per island. The arena changes where tables live, never
+// which are kept: a table still kept when its broadcast leaves the window
+// is copied out into the island's own.
 //
 // Everything here is a pure state machine: no clock, no goroutine, no I/O,
 // not safe for concurrent use.

@@ -34,6 +34,8 @@ const MaxKept = Window + 2
 type Kept struct {
 	head, n int              // the oldest table's slot; tables held
 	nSpare  int              // beside head and n: the line Find reads
+	inArena uint64           // bit s set: tables[s] is arena's, not k's own
+	arena   *Arena           // the arena of the tables in inArena
 	spare   [maxSpare]*Table // tables let go, for reuse: storage sized for this island
 	ids     [ring]uint32     // ids[s] == tables[s].ID for every slot in use
 	tables  [ring]*Table     // logical i (0: the oldest) at slot (head+i) % ring
@@ -42,6 +44,9 @@ type Kept struct {
 // ring is the slots of a Kept: MaxKept and one for the table Keep inserts
 // before it prunes.
 const ring = MaxKept + 1
+
+// inArena has a bit per slot.
+const _ uint = 64 - ring
 
 // maxSpare bounds the tables a Kept holds for reuse.
 const maxSpare = 4
@@ -64,12 +69,27 @@ func (k *Kept) NewTable() *Table {
 }
 
 // KeepFrame keeps a copy of the frame f with members ents as Keep keeps
-// a table, in a table k let go before when it holds one: a receiver
-// keeps every frame it commits this way and allocates nothing once warm.
-func (k *Kept) KeepFrame(f *FrameInfo, ents []Entry, newest uint32) bool {
-	t := k.take()
+// a table: a frame of one member in a table of arena a when a is not nil
+// and has one for it (Arena says why), any other in a table k let go
+// before when it holds one. A receiver keeps every frame it commits this
+// way and allocates nothing once warm.
+func (k *Kept) KeepFrame(a *Arena, f *FrameInfo, ents []Entry, newest uint32) bool {
+	i, dup := k.position(f.Key.Seq)
+	if dup {
+		return false
+	}
+	var t *Table
+	fromArena := false
+	if a != nil && len(ents) == 1 && (k.inArena == 0 || k.arena == a) && !expired(f.Key.Seq, newest) {
+		if t = a.take(f.Key.Seq); t != nil {
+			fromArena, k.arena = true, a
+		}
+	}
+	if t == nil {
+		t = k.take()
+	}
 	t.fill(f, ents)
-	return k.Keep(t, newest)
+	return k.insert(i, t, fromArena, newest)
 }
 
 // take returns a table k let go, or a new one, as it is.
@@ -118,20 +138,35 @@ func (k *Kept) Len() int { return k.n }
 // when a table of the same sequence is held already). k owns t from now
 // on; tables let go are reused by NewTable.
 func (k *Kept) Keep(t *Table, newest uint32) bool {
-	i := k.n
-	for i > 0 && island.SeqNewer(k.ids[k.slot(i-1)], t.ID) {
-		i--
-	}
-	if i > 0 && k.ids[k.slot(i-1)] == t.ID {
+	i, dup := k.position(t.ID)
+	if dup {
 		k.recycle(t)
 		return false
 	}
+	return k.insert(i, t, false, newest)
+}
+
+// position returns where a table of broadcast seq goes among those held
+// (how many are older), and whether one of seq is held already.
+func (k *Kept) position(seq uint32) (int, bool) {
+	i := k.n
+	for i > 0 && island.SeqNewer(k.ids[k.slot(i-1)], seq) {
+		i--
+	}
+	return i, i > 0 && k.ids[k.slot(i-1)] == seq
+}
+
+// insert is Keep for a table t that goes i-th oldest, of k's arena when
+// fromArena.
+func (k *Kept) insert(i int, t *Table, fromArena bool, newest uint32) bool {
 	for j := k.n; j > i; j-- { // frames arrive in order: this rarely moves any
 		to, from := k.slot(j), k.slot(j-1)
 		k.ids[to], k.tables[to] = k.ids[from], k.tables[from]
+		k.setArena(to, k.isArena(from))
 	}
 	s := k.slot(i)
 	k.ids[s], k.tables[s] = t.ID, t
+	k.setArena(s, fromArena)
 	k.n++
 	held := k.n
 	k.Prune(newest)
@@ -149,7 +184,12 @@ func (k *Kept) Keep(t *Table, newest uint32) bool {
 // drop lets go of the m oldest tables.
 func (k *Kept) drop(m int) {
 	for range m {
-		k.recycle(k.tables[k.head])
+		if h := k.head; k.isArena(h) {
+			k.arena.release(k.ids[h])
+			k.setArena(h, false)
+		} else {
+			k.recycle(k.tables[h])
+		}
 		k.tables[k.head] = nil
 		k.head = k.slot(1)
 		k.n--
@@ -172,6 +212,46 @@ func (k *Kept) Prune(newest uint32) {
 		m++
 	}
 	k.drop(m)
+	// A table of the arena still held once its broadcast left the window
+	// (the anchor, or one the anchor rule keeps) moves to a table of k's
+	// own, so that its broadcast's run in the arena comes free.
+	for i := 0; i < k.n && k.inArena != 0; i++ {
+		s := k.slot(i)
+		if !expired(k.ids[s], newest) {
+			break
+		}
+		if k.isArena(s) {
+			k.ownCopy(s)
+		}
+	}
+}
+
+// ownCopy replaces the arena's table at slot s with a copy in a table of
+// k's own, and gives the arena's back.
+func (k *Kept) ownCopy(s int) {
+	old := k.tables[s]
+	t := k.take()
+	t.fill(&old.Frame, old.Entries)
+	t.ID = k.ids[s]
+	k.tables[s] = t
+	k.setArena(s, false)
+	k.arena.release(k.ids[s])
+}
+
+// Clear lets go of every table, giving those of an arena back: for an
+// island the observer forgets.
+func (k *Kept) Clear() { k.drop(k.n) }
+
+// isArena reports whether the table at slot s is k's arena's.
+func (k *Kept) isArena(s int) bool { return k.inArena&(1<<uint(s)) != 0 }
+
+// setArena records whether the table at slot s is k's arena's.
+func (k *Kept) setArena(s int, in bool) {
+	if in {
+		k.inArena |= 1 << uint(s)
+	} else {
+		k.inArena &^= 1 << uint(s)
+	}
 }
 
 // superseded reports whether a table whose next newer table is of

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/islandsync/islandsync/island"
+	"github.com/islandsync/islandsync/quant"
 )
 
 // keptModel is the window rule written plainly: sequences ascending in a
@@ -97,6 +98,104 @@ func TestKeptModel(t *testing.T) {
 			if len(m) > 0 && k.Newest().ID != m[len(m)-1] {
 				t.Fatalf("seed %d step %d: newest %d, want %d", seed, step, k.Newest().ID, m[len(m)-1])
 			}
+		}
+	}
+}
+
+// TestKeptArenaModel is TestKeptModel for islands that keep one-member
+// frames with KeepFrame in one shared arena, some of them as caps let it
+// (a small MaxTables, slots still held), the rest in tables of their own:
+// after every step each island holds what the rule keeps, every table it
+// holds has the members of its own frame (no table of the arena was handed
+// out twice while kept, none was overwritten), and the arena counts as
+// live exactly the tables the islands hold of it. Islands are forgotten
+// (Clear) and the whole arena reset, as a receiver does.
+func TestKeptArenaModel(t *testing.T) {
+	const islands = 5
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		var a Arena
+		if seed%2 == 1 {
+			a.MaxTables = 1 + rng.IntN(islands) // runs fill up: some islands keep tables of their own
+		}
+		var ks [islands]Kept
+		var ms [islands]keptModel
+		newest := uint32(1<<32 - 300)
+		inArena := 0
+		for step := range 4000 {
+			i := rng.IntN(islands)
+			k, m := &ks[i], &ms[i]
+			var pruned [islands]bool // pruned at newest by this step: no table of the arena out of the window left
+			var id uint32
+			switch r := rng.IntN(100); {
+			case r < 55:
+				newest++
+				id = newest
+			case r < 70: // another island's frame of the same broadcast
+				id = newest
+			case r < 82:
+				id = newest - uint32(rng.IntN(2*Window))
+			case r < 86:
+				newest += uint32(rng.IntN(4 * Window))
+				id = newest
+			case r < 88:
+				id = newest + uint32(rng.IntN(3*Window))
+			case r < 96:
+				newest += uint32(rng.IntN(Slack))
+				for j := range ks {
+					ks[j].Prune(newest)
+					ms[j].prune(newest)
+					pruned[j] = true
+				}
+				id = 0
+			case r < 99: // the island is forgotten
+				k.Clear()
+				*m = nil
+				id = 0
+			default: // every island is forgotten at once
+				ks = [islands]Kept{}
+				ms = [islands]keptModel{}
+				a.Reset()
+				id = 0
+			}
+			if id != 0 {
+				ents := []Entry{{ID: island.MemberID{Stable: uint64(i)}, Record: Record{Q: quant.State{X: int64(id)}}}}
+				f := FrameInfo{Key: island.Key{Island: uint32(i), Seq: id}}
+				pruned[i] = !slices.Contains(*m, id) // a frame held already is refused before any pruning
+				got, want := k.KeepFrame(&a, &f, ents, newest), m.keep(id, newest)
+				if got != want {
+					t.Fatalf("seed %d step %d: island %d KeepFrame(%d, newest %d) = %v, the rule says %v", seed, step, i, id, newest, got, want)
+				}
+				ents[0].Q.X = -1
+			}
+			inArena = 0
+			for j := range ks {
+				k, m := &ks[j], ms[j]
+				var held []uint32
+				for n := range k.n {
+					s := k.slot(n)
+					tb := k.tables[s]
+					held = append(held, tb.ID)
+					if k.ids[s] != tb.ID || len(tb.Entries) != 1 || tb.Entries[0].Q.X != int64(tb.ID) || tb.Entries[0].ID.Stable != uint64(j) || tb.Frame.Key.Seq != tb.ID {
+						t.Fatalf("seed %d step %d: island %d slot %d says %d, its table %+v", seed, step, j, n, k.ids[s], tb)
+					}
+					if k.isArena(s) {
+						inArena++
+						if pruned[j] && expired(tb.ID, newest) {
+							t.Fatalf("seed %d step %d: island %d, pruned at %d, holds frame %d of the arena", seed, step, j, newest, tb.ID)
+						}
+					}
+				}
+				if !slices.Equal(held, []uint32(m)) {
+					t.Fatalf("seed %d step %d: island %d holds %v, the rule keeps %v", seed, step, j, held, m)
+				}
+			}
+			if live := a.Live(); live != inArena {
+				t.Fatalf("seed %d step %d: the arena counts %d tables live, the islands hold %d", seed, step, live, inArena)
+			}
+		}
+		if inArena == 0 && seed == 0 {
+			t.Fatalf("seed %d: no table of the arena held at the end", seed)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package receiver
 import (
 	"maps"
 
+	"github.com/islandsync/islandsync/baseline"
 	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 )
@@ -43,6 +44,7 @@ func (r *Receiver) Clone() *Receiver {
 		c.decor[id] = true
 	}
 	c.views = nil
+	c.arena = baseline.Arena{MaxTables: r.arena.MaxTables} // the copies' tables are their own
 	c.bases = make([]*islandBases, len(r.bases))
 	for i, s := range r.bases {
 		if s != nil {

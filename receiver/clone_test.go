@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"fmt"
+	"github.com/islandsync/islandsync/baseline"
 	"reflect"
 	"testing"
 
@@ -124,5 +125,42 @@ func TestClonesRunConcurrently(t *testing.T) {
 	<-done
 	if sa, sb := a.Stats(), b.Stats(); sa.FramesCommitted != sb.FramesCommitted || sa.FramesCommitted == 0 {
 		t.Fatalf("committed %d and %d frames, want the same, some", sa.FramesCommitted, sb.FramesCommitted)
+	}
+}
+
+// TestCloneKeepsItsOwnBaselines: a copy keeps its baselines apart from its
+// original's — in the arena of one-body tables too — so that the two,
+// receiving step by step side by side, never hold the same table: were
+// one to write a table the other still restores from, the other would
+// restore from a frame that is not the one its sum was checked over.
+func TestCloneKeepsItsOwnBaselines(t *testing.T) {
+	// Longer than the arena's ring of broadcasts, so that the copy is made
+	// with its every slot used and some free again.
+	rec := recordWarm(t, "fiedler", 60, 60, 3)
+	a, _ := New(Config{StraightExtrapolation: true})
+	rec.play(a, 0, rec.warm, true)
+	b := a.Clone()
+	for i := rec.warm; i < len(rec.now); i++ {
+		rec.play(a, i, i+1, true)
+		rec.play(b, i, i+1, true)
+	}
+	if sa, sb := a.Stats(), b.Stats(); sa.FramesCommitted != sb.FramesCommitted || sa.Wire != sb.Wire {
+		t.Fatalf("the original committed %d frames (wire %+v), its copy %d (wire %+v)", sa.FramesCommitted, sa.Wire, sb.FramesCommitted, sb.Wire)
+	}
+	shared, held := 0, 0
+	for i := range a.bases {
+		ka, kb := &a.bases[i].kept, &b.bases[i].kept
+		for s := a.newestSeq - 2*baseline.Window; s != a.newestSeq+1; s++ {
+			ta, tb := ka.Find(s), kb.Find(s)
+			if ta != nil {
+				held++
+			}
+			if ta != nil && ta == tb {
+				shared++
+			}
+		}
+	}
+	if shared > 0 || held == 0 {
+		t.Fatalf("the original and its copy share %d of the %d tables the original holds", shared, held)
 	}
 }

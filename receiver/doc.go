@@ -70,7 +70,9 @@
 //     display history: its frames of the last 32 broadcasts and always its
 //     newest, and a newest just superseded for 8 broadcasts more (package
 //     baseline; old ones of islands not sent are let go within 8
-//     broadcasts). A delta or run naming a baseline not held, or a
+//     broadcasts). The one-body tables of all islands are kept in one
+//     baseline.Arena, broadcast by broadcast, whose memory is capped at
+//     48 broadcasts of Config.Validator.MaxIslands tables. A delta or run naming a baseline not held, or a
 //     frame that validation refuses, is refused whole and a keyframe asked
 //     for; every frame that passes validation becomes a baseline, whether
 //     or not the history still wanted it. The frames that came whole in one

@@ -154,6 +154,7 @@ type Receiver struct {
 	spawnAt     map[island.MemberID]island.Time // identities announced for a time playback has not reached
 	spawnOf     map[uint32]island.Time          // islands of such identities: not shown before that time
 	bases       []*islandBases                  // wire 3 decode baselines: bases[i] is island known[i]'s (nil until needed)
+	arena       baseline.Arena                  // where they keep their one-member tables, broadcast by broadcast
 	newestSeq   uint32                          // newest broadcast sequence of a wire-3 datagram
 	seenSeq     bool
 	pruneAt     int               // the next island of known pruneSome visits
@@ -213,6 +214,7 @@ func New(cfg Config) (*Receiver, error) {
 		decor:   map[uint32]bool{},
 		spawnAt: map[island.MemberID]island.Time{}, spawnOf: map[uint32]island.Time{}}
 	r.clock = store.NewClock(cfg.Clock)
+	r.arena.MaxTables = cfg.Validator.MaxIslands // a table per island and broadcast at most
 	if r.cfg.MaxSimBodies <= 0 {
 		r.cfg.MaxSimBodies = DefaultMaxSimBodies
 	}
@@ -250,6 +252,7 @@ func (r *Receiver) resetControl() {
 	r.sim.reset()
 	clear(r.bases)
 	r.bases = r.bases[:0]
+	r.arena.Reset()
 	r.newestSeq, r.seenSeq = 0, false
 	r.arrivals, r.arrivalsNew = baseline.Arrivals{}, false
 	r.keyReq = r.keyReq[:0]
@@ -569,6 +572,9 @@ func (r *Receiver) forget(id uint32) {
 	r.st.Forget(id)
 	r.sim.forget(id)
 	if i, found := slices.BinarySearch(r.known, id); found {
+		if s := r.bases[i]; s != nil {
+			s.kept.Clear() // its tables of the arena go back
+		}
 		r.known = slices.Delete(r.known, i, i+1)
 		r.bases = slices.Delete(r.bases, i, i+1)
 	}

@@ -488,7 +488,7 @@ func (r *Receiver) commitStates(now int64, h validator.Header, ids []island.Memb
 // copied into a table the island recycled, whose storage fits them once
 // warm: steady state allocates nothing.
 func (r *Receiver) keepBaseline(s *islandBases, info *baseline.FrameInfo, ents []baseline.Entry) {
-	if s.kept.KeepFrame(info, ents, r.newestSeq) {
+	if s.kept.KeepFrame(&r.arena, info, ents, r.newestSeq) {
 		r.stats.Wire.Stored++
 	}
 }

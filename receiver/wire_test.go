@@ -543,3 +543,32 @@ func TestRestartAfterLongUptime(t *testing.T) {
 	}
 	t.Logf("every island committed %d broadcasts after the restart", broadcasts)
 }
+
+// TestArenaTablesGoBack: the one-body islands of the boxes scene keep
+// their baselines in the receiver's arena, and an island forgotten gives
+// its tables back, so that the arena's runs come free for later
+// broadcasts: once every island is forgotten none is live there.
+func TestArenaTablesGoBack(t *testing.T) {
+	l := newLoop(t, "boxes", 3)
+	for range 60 {
+		l.step(nil)
+	}
+	if l.rx.arena.Live() == 0 {
+		t.Fatal("no baseline kept in the arena")
+	}
+	held := 0
+	for _, s := range l.rx.bases {
+		if s != nil {
+			held += s.kept.Len()
+		}
+	}
+	if live := l.rx.arena.Live(); live > held || live < held/2 {
+		t.Fatalf("%d tables live in the arena, the islands hold %d", live, held)
+	}
+	for _, id := range slices.Clone(l.rx.Islands()) {
+		mustControl(t, l.rx, l.now, codec.Forget{Island: id})
+	}
+	if live := l.rx.arena.Live(); live != 0 {
+		t.Fatalf("every island forgotten, %d tables still live in the arena", live)
+	}
+}
