@@ -16,6 +16,10 @@
 //	d := q.Sub(baselineQ)               // deltas are integers
 //	restored := baselineQ.Add(d).State(p)
 //
+// To restore many states of one precision, work its reciprocal quanta out
+// once (p.Scales()) and restore each with Scales.State, or with
+// Scales.Restore straight into its place in a slice.
+//
 // # Limits
 //
 // Angles are carried unwrapped, in turns; rounding is the platform's

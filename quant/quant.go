@@ -150,6 +150,18 @@ func (c Scales) State(q State) island.State {
 	}
 }
 
+// Restore writes the float state q stands for to dst, as State returns
+// it, field by field: a caller restoring into a slice writes each value
+// once, straight to its place.
+func (c Scales) Restore(dst *island.State, q *State) {
+	dst.X = float64(q.X) * c.pos
+	dst.Y = float64(q.Y) * c.pos
+	dst.Angle = float64(q.Angle) * c.angle * turn
+	dst.VX = float64(q.VX) * c.vel
+	dst.VY = float64(q.VY) * c.vel
+	dst.AngVel = float64(q.AngVel) * c.angVel * turn
+}
+
 // Sub returns s − b field by field: the delta that Add applies.
 func (s State) Sub(b State) State {
 	return State{s.X - b.X, s.Y - b.Y, s.Angle - b.Angle, s.VX - b.VX, s.VY - b.VY, s.AngVel - b.AngVel}

@@ -101,3 +101,26 @@ func TestInvPow2(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreIsState: Scales.Restore writes, field by field, exactly the
+// state Scales.State returns and State.State restores, for every class and
+// for values across the range, signs and extremes included.
+func TestRestoreIsState(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	vals := []int64{0, 1, -1, 511, -512, 1 << 40, -(1 << 40), math.MaxInt64, math.MinInt64}
+	for range 200 {
+		vals = append(vals, rng.Int64()>>rng.IntN(63))
+	}
+	for _, c := range []Class{Rigid, Loose} {
+		p := c.Precision()
+		sc := p.Scales()
+		for i, v := range vals {
+			q := State{X: v, Y: -v, Angle: vals[(i+1)%len(vals)], VX: vals[(i+2)%len(vals)], VY: v / 3, AngVel: -v / 7}
+			var got island.State
+			sc.Restore(&got, &q)
+			if want := sc.State(q); got != want || got != q.State(p) {
+				t.Fatalf("%v: Restore(%+v) = %+v, State gives %+v", c, q, got, want)
+			}
+		}
+	}
+}

@@ -463,10 +463,11 @@ func (r *Receiver) pushFragment(now int64, s *islandBases, rec *codec.Record, in
 // (commitStates).
 func (r *Receiver) commitRestored(now int64, info *baseline.FrameInfo, flags island.Flags, ents []baseline.Entry) validator.Reason {
 	sc := info.Class.Precision().Scales()
-	r.ids, r.states = r.ids[:0], r.states[:0]
+	n := len(ents)
+	r.ids, r.states = slices.Grow(r.ids[:0], n)[:n], slices.Grow(r.states[:0], n)[:n]
 	for i := range ents {
-		r.ids = append(r.ids, ents[i].ID)
-		r.states = append(r.states, sc.State(ents[i].Q))
+		r.ids[i] = ents[i].ID
+		sc.Restore(&r.states[i], &ents[i].Q) // in place: a state built aside and copied in would stall on its own stores
 	}
 	return r.commitStates(now, validator.Header{Sender: info.Sender, Key: info.Key, Time: info.Time, Segment: info.Segment,
 		Flags: flags}, r.ids, r.states)

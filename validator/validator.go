@@ -265,7 +265,13 @@ func (v *Validator) validateStates(h *Header, ids []island.MemberID, states []is
 			(st.AngVel - st.AngVel); d != 0 {
 			return NonFinite
 		}
-		out.members[pos] = member{handle: hd, id: id, state: *st}
+		// Field by field: the caller has just written st, and a copy of
+		// it whole would read those fresh stores in wider loads than they
+		// were written in, which waits for them to reach the cache.
+		m := &out.members[pos]
+		m.handle, m.id = hd, id
+		m.state.X, m.state.Y, m.state.Angle = st.X, st.Y, st.Angle
+		m.state.VX, m.state.VY, m.state.AngVel = st.VX, st.VY, st.AngVel
 	}
 	return OK
 }
