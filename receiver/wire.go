@@ -217,19 +217,27 @@ type wholeFrame struct {
 }
 
 // stageWhole keeps a restored whole frame for the datagram's commit and
-// adds its sum to the datagram's.
-func (r *Receiver) stageWhole(s *islandBases, info baseline.FrameInfo, flags island.Flags, ents []baseline.Entry) {
+// adds its sum to the datagram's: the frame is frame with sequence seq and
+// time t, its members ents.
+func (r *Receiver) stageWhole(s *islandBases, frame *baseline.FrameInfo, seq uint32, t island.Time, flags island.Flags, ents []baseline.Entry) {
 	off := len(r.wents)
 	r.wents = append(r.wents, ents...)
-	r.stageAt(s, info, flags, off)
+	r.stageAt(s, frame, seq, t, flags, off)
 }
 
 // stageAt is stageWhole for a frame whose members are restored in place
-// already: wents[off:].
-func (r *Receiver) stageAt(s *islandBases, info baseline.FrameInfo, flags island.Flags, off int) {
+// already: wents[off:]. The frame's fields are copied whole from frame, and
+// its sequence and time set after, in place: a FrameInfo built aside with
+// them and then copied whole would be read in wider loads than those two
+// fresh stores, which waits for them to reach the cache.
+func (r *Receiver) stageAt(s *islandBases, frame *baseline.FrameInfo, seq uint32, t island.Time, flags island.Flags, off int) {
 	ents := r.wents[off:]
-	r.whole = append(r.whole, wholeFrame{s: s, info: info, flags: flags, off: off, n: len(ents)})
-	r.wsum.Add(codec.FrameSum(info.Sender, info.Key, info.Time, info.Segment, flags, info.Class, ents))
+	r.whole = append(r.whole, wholeFrame{})
+	w := &r.whole[len(r.whole)-1]
+	w.s, w.info, w.flags, w.off, w.n = s, *frame, flags, off, len(ents)
+	w.info.Key.Seq, w.info.Time = seq, t
+	i := &w.info
+	r.wsum.Add(codec.FrameSum(i.Sender, i.Key, i.Time, i.Segment, flags, i.Class, ents))
 }
 
 // pruneSome lets go of expired baselines of the next eighth of the known
@@ -271,7 +279,7 @@ func (r *Receiver) restoreKey(now int64, h codec.Header, rec *codec.Record) {
 	}
 	info := baseline.FrameInfo{Sender: rec.Sender, Key: island.Key{Island: rec.Island, Epoch: rec.Epoch,
 		Topology: rec.Topology, Config: rec.Config, Seq: h.Seq}, Time: h.Time, Segment: rec.Segment, Class: rec.Class}
-	r.takeRestored(now, s, rec, info, r.ents)
+	r.takeRestored(now, s, rec, &info, h.Seq, h.Time, r.ents)
 }
 
 // countExpand counts a record that did not expand: joint-predicted
@@ -357,9 +365,7 @@ func (r *Receiver) restorePredicted(h codec.Header, rec *codec.Record, i int, ba
 	}
 	off := len(r.wents)
 	r.wents = codec.Predict(r.wents, base, h.Time) // restored where the datagram's whole frames wait
-	info := base.Frame
-	info.Key.Seq, info.Time = h.Seq, h.Time
-	r.stageAt(s, info, 0, off)
+	r.stageAt(s, &base.Frame, h.Seq, h.Time, 0, off)
 }
 
 // found is an island's baselines and the baseline a record names, looked
@@ -399,9 +405,7 @@ func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record, f 
 		}
 		return
 	}
-	info := base.Frame
-	info.Key.Seq, info.Time = h.Seq, h.Time
-	r.takeRestored(now, s, rec, info, ents)
+	r.takeRestored(now, s, rec, &base.Frame, h.Seq, h.Time, ents)
 }
 
 // takeRestored takes restored members on. A whole record needs no assembly: it
@@ -409,13 +413,16 @@ func (r *Receiver) restoreDelta(now int64, h codec.Header, rec *codec.Record, f 
 // (quantDatagram), and its members then go to the validator as they are. A
 // fragment goes to the assembler as restored integers, carrying the frame's
 // sum as its digest (pushFragment). s is the island's state, nil when the
-// island is not known (the validator then refuses the frame).
-func (r *Receiver) takeRestored(now int64, s *islandBases, rec *codec.Record, info baseline.FrameInfo, ents []baseline.Entry) {
+// island is not known (the validator then refuses the frame). The frame is
+// frame (its baseline's, or the key record's) with sequence seq and time t.
+func (r *Receiver) takeRestored(now int64, s *islandBases, rec *codec.Record, frame *baseline.FrameInfo, seq uint32, t island.Time, ents []baseline.Entry) {
 	r.ents = ents
 	if rec.Fragments == 1 {
-		r.stageWhole(s, info, rec.Flags, ents)
+		r.stageWhole(s, frame, seq, t, rec.Flags, ents)
 		return
 	}
+	info := *frame
+	info.Key.Seq, info.Time = seq, t
 	r.pushFragment(now, s, rec, info, ents)
 }
 

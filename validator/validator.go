@@ -69,6 +69,19 @@ type islandEntry struct {
 	lease  island.Lease
 	leased bool           // lease is set
 	man    *manifestEntry // nil: no manifest yet
+	// stamp is the version lease and man make, set whenever either changes
+	// and both are held: a validation copies it whole. Built afresh per
+	// frame, field by field, the copy of it would read stores too fresh to
+	// be forwarded, and wait for them.
+	stamp Stamp
+}
+
+// restamp sets ie.stamp from its lease and manifest, when both are held.
+func (ie *islandEntry) restamp(id uint32) {
+	if ie.leased && ie.man != nil {
+		l, e := &ie.lease, ie.man
+		ie.stamp = Stamp{Island: id, Epoch: l.Epoch, Owner: l.Owner, Topology: e.m.Topology, Config: e.m.Config, Manifest: e.digest}
+	}
 }
 
 // Registry returns the identity registry.
@@ -89,6 +102,7 @@ func (v *Validator) SetLease(l island.Lease) error {
 		v.islands.Set(l.Island, e)
 	}
 	e.lease, e.leased = l, true
+	e.restamp(l.Island)
 	v.outStamp = false
 	return nil
 }
@@ -133,6 +147,7 @@ func (v *Validator) SetManifest(m island.Manifest) error {
 		v.nManifests++
 	}
 	ie.man = e
+	ie.restamp(m.Island)
 	v.outStamp = false
 	return nil
 }
@@ -179,8 +194,7 @@ func (v *Validator) Stamp(islandID uint32) (Stamp, bool) {
 	if ie == nil || !ie.leased || ie.man == nil {
 		return Stamp{}, false
 	}
-	l, e := ie.lease, ie.man
-	return Stamp{Island: islandID, Epoch: l.Epoch, Owner: l.Owner, Topology: e.m.Topology, Config: e.m.Config, Manifest: e.digest}, true
+	return ie.stamp, true
 }
 
 // Validate checks f against the island's current lease and manifest, then
@@ -219,7 +233,7 @@ func (v *Validator) count(r Reason) (Reason, *Validated) {
 }
 
 func (v *Validator) validate(f *assembler.Frame) Reason {
-	e, r := v.begin(f.Sender, f.Key, f.Len())
+	e, r := v.begin(f.Sender, &f.Key, f.Len())
 	if r != OK {
 		return r
 	}
@@ -246,7 +260,7 @@ func (v *Validator) validateStates(h *Header, ids []island.MemberID, states []is
 	if len(ids) != len(states) {
 		return MemberCountMismatch
 	}
-	e, r := v.begin(h.Sender, h.Key, len(ids))
+	e, r := v.begin(h.Sender, &h.Key, len(ids))
 	if r != OK {
 		return r
 	}
@@ -279,7 +293,7 @@ func (v *Validator) validateStates(h *Header, ids []island.MemberID, states []is
 // begin checks a frame of n members against its island's lease and
 // manifest and readies the output for its members; the stamp and key of the
 // output are set, its time, segment, flags and members are the caller's.
-func (v *Validator) begin(sender island.SenderID, k island.Key, n int) (*manifestEntry, Reason) {
+func (v *Validator) begin(sender island.SenderID, k *island.Key, n int) (*manifestEntry, Reason) {
 	ie := v.islands.Get(k.Island)
 	if ie == nil || !ie.leased {
 		return nil, NoLease
@@ -318,9 +332,9 @@ func (v *Validator) begin(sender island.SenderID, k island.Key, n int) (*manifes
 		clear(v.filled)
 		v.call = 1
 	}
-	out.stamp = Stamp{Island: k.Island, Epoch: l.Epoch, Owner: l.Owner, Topology: e.m.Topology, Config: e.m.Config, Manifest: e.digest}
+	out.stamp = ie.stamp
 	v.outStamp = true
-	out.key = k
+	out.key = *k
 	return e, OK
 }
 
