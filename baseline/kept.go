@@ -26,6 +26,11 @@ const MaxKept = Window + 2
 // frames it committed, ascending by sequence, at most MaxKept of them. The
 // zero value holds nothing. Not safe for concurrent use.
 //
+// A table of one member kept with KeepFrame may live in an Arena the
+// observer's islands share rather than in storage of k's own; Prune moves
+// it to k's own once its broadcast leaves the window, and Clear gives it
+// back. Which tables are kept is the same either way.
+//
 // Everything is held inline, the tables in a ring with their sequences
 // beside them: finding, keeping and pruning read one short array rather
 // than a table each and move nothing, which matters when a receiver visits
@@ -267,7 +272,8 @@ func expired(s, newest uint32) bool {
 	return !island.SeqNewer(s, newest) && newest-s >= Window
 }
 
-// Clone returns an independent copy: every table copied.
+// Clone returns an independent copy: every table copied into storage of
+// the copy's own, none in an arena.
 func (k *Kept) Clone() Kept {
 	c := Kept{head: k.head, n: k.n, ids: k.ids}
 	for i := range k.n {
