@@ -107,10 +107,12 @@ func TestCloneGoesOnAlike(t *testing.T) {
 	}
 }
 
-// TestClonesRunConcurrently: a copy shares no storage with its original,
-// scratch included, so the two may receive on goroutines of their own —
-// the race detector finds any that is shared — and both end alike.
-// Local simulation is off, as in TestCloneGoesOnAlike.
+// TestClonesRunConcurrently: a copy shares no scratch with its original,
+// so the two may receive on goroutines of their own — the race detector
+// finds scratch both write — and both end alike. Storage written only
+// once the copy has run long (the baseline arena's slots) does not show
+// here: TestCloneKeepsItsOwnBaselines checks that. Local simulation is
+// off, as in TestCloneGoesOnAlike.
 func TestClonesRunConcurrently(t *testing.T) {
 	rec := recordWarm(t, "boxes", 10, 20, 3)
 	a, _ := New(Config{StraightExtrapolation: true})
