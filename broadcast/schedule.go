@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/island"
 )
 
@@ -36,7 +37,11 @@ import (
 //     Parity) are paid from what the frames picked leave of the credit:
 //     each fragmented frame carries as many as fit, all of them alike, up
 //     to the configured count; none for shortFor broadcasts after the
-//     budget left a frame out. Parity never takes a frame's place.
+//     budget left a frame out. Parity never takes a frame's place. A frame
+//     of several members that fits one datagram but fills a quarter of it
+//     or more (codec.ParityCut) is cut into two fragments and protected
+//     only when what is left after that also pays for its records;
+//     otherwise it goes whole, unprotected, in a datagram it may share.
 //   - A frame passed over is not encoded at all — not sent late: the next
 //     broadcast codes that island's newer frame, against whatever baseline
 //     the observer still holds (a keyframe when none).
@@ -72,6 +77,7 @@ type cand struct {
 	size int     // its frame's estimated size, bytes
 	isl  uint32
 	i    int // its frame's index in the broadcast
+	n    int // its frame's members
 }
 
 // bucket is one observer's byte budget: what it may still send.
@@ -140,27 +146,39 @@ func (k *bucket) plan(cs []cand) (n, spare int) {
 
 // parityFits returns how many of want parity records per fragmented frame
 // the frames picked this broadcast (cs) can carry within spare, what their
-// estimates left of the credit (plan's second result). A frame whose corrected estimate exceeds
-// one datagram of maxDatagram bytes is cut into that many fragments, and
-// each of its parity records is about one fragment long. Parity only from
-// bytes the frames leave: on a path short of bytes it would take them from
-// frames, or queue them to arrive late.
-func (k *bucket) parityFits(cs []cand, spare, want, maxDatagram int) int {
+// estimates left of the credit (plan's second result), and whether the
+// rest of spare also pays for cutting the frames that would fit a datagram
+// whole but are big enough for codec.ParityCut: each then goes in two
+// fragments (a header more) with that many records half its size. A frame
+// whose corrected estimate exceeds one datagram of maxDatagram bytes is
+// cut into that many fragments, and each of its parity records is about
+// one fragment long. Parity only from bytes the frames leave: on a path
+// short of bytes it would take them from frames, or queue them to arrive
+// late.
+func (k *bucket) parityFits(cs []cand, spare, want, maxDatagram int) (parity int, cut bool) {
 	if want <= 0 || maxDatagram <= 0 {
-		return 0
+		return 0, false
 	}
-	one := 0 // bytes of one parity record for every fragmented frame
+	one := 0   // bytes of one parity record for every fragmented frame
+	whole := 0 // bytes of one parity record for every frame cut only for parity
 	for _, c := range cs {
 		size := k.scaled(c.size)
-		if size > maxDatagram {
+		switch {
+		case size > maxDatagram:
 			parts := (size + maxDatagram - 1) / maxDatagram
 			one += (size + parts - 1) / parts
+		case c.n > 1 && size >= maxDatagram/codec.ParityCut:
+			whole += (size+1)/2 + 2*codec.HeaderSize
 		}
 	}
-	if one == 0 {
-		return want // nothing fragmented: parity costs nothing
+	parity = want
+	if one > 0 {
+		parity = max(min(want, spare/one), 0)
 	}
-	return max(min(want, spare/one), 0)
+	if parity == 0 || whole == 0 {
+		return parity, false
+	}
+	return parity, spare-parity*one >= parity*whole
 }
 
 // ObserverBudget is what the last broadcast to one observer did under its
@@ -298,10 +316,11 @@ func (b *Broadcaster) importance(f *island.Frame) float64 {
 // schedule picks, under o's budget, which of this broadcast's frames go to
 // o, marking their islands' entries (obsIsland.pick), and returns how many
 // frames it left out, how many broadcasts the longest-waiting of those
-// last went, and how many of want parity records per fragmented frame fit
-// beside the frames it picked. Every wanted island gains its importance
-// first.
-func (b *Broadcaster) schedule(o *observer, budget, want int) (deferred, oldest, parity int) {
+// last went, how many of want parity records per fragmented frame fit
+// beside the frames it picked, and whether frames that would fit a
+// datagram may be cut for parity too (parityFits). Every wanted island
+// gains its importance first.
+func (b *Broadcaster) schedule(o *observer, budget, want int) (deferred, oldest, parity int, cut bool) {
 	o.bucket.refill(budget)
 	o.bucket.credit -= o.ctlOwed // control shares the path: catch-ups and Forgets first
 	o.ctlOwed = 0
@@ -327,7 +346,7 @@ func (b *Broadcaster) schedule(o *observer, budget, want int) (deferred, oldest,
 		} else if size == 0 {
 			size = 2 + 4*len(q.f.Members)
 		}
-		o.cands = append(o.cands, cand{prio: oi.prio, size: size, isl: q.f.Key.Island, i: i})
+		o.cands = append(o.cands, cand{prio: oi.prio, size: size, isl: q.f.Key.Island, i: i, n: len(q.f.Members)})
 	}
 	n, spare := o.bucket.plan(o.cands)
 	for _, c := range o.cands[:n] {
@@ -337,5 +356,6 @@ func (b *Broadcaster) schedule(o *observer, budget, want int) (deferred, oldest,
 	for _, c := range o.cands[n:] {
 		oldest = max(oldest, int(b.seq-o.hint[c.i].sentSeq))
 	}
-	return len(o.cands) - n, oldest, o.bucket.parityFits(o.cands[:n], spare, want, o.maxDatagram)
+	parity, cut = o.bucket.parityFits(o.cands[:n], spare, want, o.maxDatagram)
+	return len(o.cands) - n, oldest, parity, cut
 }

@@ -217,3 +217,64 @@ func TestParityFitsBudget(t *testing.T) {
 		t.Fatal("parity did not come back a second after the budget was short")
 	}
 }
+
+// TestParityCutUnderBudget: under a budget, a frame of several members
+// that fits one datagram but fills a quarter of it or more is cut into two
+// fragments and sent with its parity records when what the frames leave
+// of the budget pays for them, and goes whole, in one datagram without
+// parity, when it does not — the frame itself goes every broadcast either
+// way.
+func TestParityCutUnderBudget(t *testing.T) {
+	dec, _ := codec.NewDecoder(codec.Config{})
+	bc, err := New(Config{ObserverKbps: 100_000, KeyframeEvery: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := ids(1, 200)
+	live(t, bc, 1, members)
+	subscribeAll(t, bc, 1)
+	seq := uint32(0)
+	// send broadcasts one frame and returns its data fragments, its
+	// parity records, the frames the budget left out and the bytes sent.
+	send := func() (frags, parity, deferred, bytes int) {
+		seq++
+		f := frameOf(1, members, seq)
+		for i := range f.Members {
+			f.Members[i].State.Y = float64((seq*uint32(i+1)*2654435761)>>19) * 0.001 // about the same bytes each broadcast
+		}
+		bc.Frames([]*island.Frame{f})
+		_, dgs := bc.Take(1, nil, nil)
+		frags, parity = fragments(t, dec, dgs)
+		for _, d := range dgs {
+			bytes += len(d.Bytes)
+		}
+		bud, _ := bc.Budget(1)
+		return frags, parity, bud.Deferred, bytes
+	}
+	kbps := func(bytes int) int { return bytes * 8 * 20 / 1000 } // per broadcast at 20 Hz
+	var cut int
+	for i := range 6 {
+		f, p, l, n := send()
+		if i >= 2 && (f != 2 || p != DefaultParity || l != 0) { // two to learn what frames cost
+			t.Fatalf("room, broadcast %d: %d fragments, %d parity records, %d frames left out (%d bytes); want 2, %d, 0", i, f, p, l, n, DefaultParity)
+		}
+		cut = n
+	}
+	// Room for the frame whole, not for its parity.
+	_ = bc.SetCap(1, kbps(cut*6/10))
+	for i := range 12 {
+		f, p, l, n := send()
+		if l != 0 {
+			t.Fatalf("budget %d bytes (cut and protected %d): broadcast %d left %d frames out", cut*6/10, cut, i, l)
+		}
+		if i >= 2 && (f != 0 || p != 0) { // two to learn what frames cost
+			t.Fatalf("budget %d bytes: broadcast %d sent %d fragments and %d parity records (%d bytes); want the frame whole", cut*6/10, i, f, p, n)
+		}
+	}
+	_ = bc.SetCap(1, kbps(cut*2))
+	for i := range 6 {
+		if f, p, _, _ := send(); i >= 2 && (f != 2 || p != DefaultParity) {
+			t.Fatalf("room again, broadcast %d: %d fragments, %d parity records", i, f, p)
+		}
+	}
+}

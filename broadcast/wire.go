@@ -243,8 +243,9 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 			parity = 0
 		}
 		o.budget = ObserverBudget{Budget: budget, Interest: len(o.inside), Loss: o.snd.Loss()}
+		cut := budget == 0
 		if budget > 0 {
-			o.budget.Deferred, o.budget.OldestAge, parity = b.schedule(o, budget, parity)
+			o.budget.Deferred, o.budget.OldestAge, parity, cut = b.schedule(o, budget, parity)
 			b.stats.Deferred += uint64(o.budget.Deferred)
 			if o.budget.Deferred > 0 {
 				o.shortUntil = b.seq + shortFor
@@ -255,8 +256,9 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		o.budget.Parity = parity
 		_ = enc.SetParity(parity)
 		// Under a budget, parity is paid from what the frames leave:
-		// frames that fit a datagram stay whole rather than cut for it.
-		enc.SetParityCut(budget == 0)
+		// frames that fit a datagram are cut for it only when that pays
+		// for their records too; otherwise they stay whole.
+		enc.SetParityCut(cut)
 		for i := range b.quant {
 			q, oi := b.wanted(o, i)
 			if oi == nil {
