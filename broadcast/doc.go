@@ -29,9 +29,9 @@
 // never a frame left out for parity, and none for a second after the
 // budget left a frame out (Config.FixedParity spends them whatever the
 // path loses); a frame that would fit a datagram is cut for parity only
-// when what is left pays for its records too, so a lossy path with room
-// protects big frames as an unbudgeted one does, and a path short of
-// bytes sends them whole. Every island is quantized at rigid precision
+// when what is left pays for its records twice over, so a lossy path with
+// room protects big frames as an unbudgeted one does, and a path short of
+// bytes, or near its congestion window, sends them whole. Every island is quantized at rigid precision
 // (1/512 m, 2⁻¹² turn; DefaultClass) unless the game makes it decoration
 // with SetClass or Config.Class (quant.Loose: 1/128 m, 2⁻⁹ turn). On wire 1 each
 // broadcast is encoded once per distinct datagram cap and subscription and

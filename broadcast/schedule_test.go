@@ -220,10 +220,9 @@ func TestParityFitsBudget(t *testing.T) {
 
 // TestParityCutUnderBudget: under a budget, a frame of several members
 // that fits one datagram but fills a quarter of it or more is cut into two
-// fragments and sent with its parity records when what the frames leave
-// of the budget pays for them, and goes whole, in one datagram without
-// parity, when it does not — the frame itself goes every broadcast either
-// way.
+// fragments and sent with its parity records when the budget has room,
+// and goes whole, in one datagram without parity, when it has room for
+// the frame alone. The frame itself goes every broadcast all along.
 func TestParityCutUnderBudget(t *testing.T) {
 	dec, _ := codec.NewDecoder(codec.Config{})
 	bc, err := New(Config{ObserverKbps: 100_000, KeyframeEvery: 1000})
@@ -260,21 +259,59 @@ func TestParityCutUnderBudget(t *testing.T) {
 		}
 		cut = n
 	}
-	// Room for the frame whole, not for its parity.
-	_ = bc.SetCap(1, kbps(cut*6/10))
-	for i := range 12 {
-		f, p, l, n := send()
-		if l != 0 {
-			t.Fatalf("budget %d bytes (cut and protected %d): broadcast %d left %d frames out", cut*6/10, cut, i, l)
-		}
-		if i >= 2 && (f != 0 || p != 0) { // two to learn what frames cost
-			t.Fatalf("budget %d bytes: broadcast %d sent %d fragments and %d parity records (%d bytes); want the frame whole", cut*6/10, i, f, p, n)
+	// Room for the frame alone (TestParityFitsCut draws the line).
+	for _, budget := range []int{cut * 6 / 10} {
+		_ = bc.SetCap(1, kbps(budget))
+		for i := range 12 {
+			f, p, l, n := send()
+			if l != 0 {
+				t.Fatalf("budget %d bytes (cut and protected %d): broadcast %d left %d frames out", budget, cut, i, l)
+			}
+			if i >= 2 && (f != 0 || p != 0) { // two to learn what frames cost
+				t.Fatalf("budget %d bytes (cut and protected %d): broadcast %d sent %d fragments and %d parity records (%d bytes); want the frame whole", budget, cut, i, f, p, n)
+			}
 		}
 	}
-	_ = bc.SetCap(1, kbps(cut*2))
+	_ = bc.SetCap(1, kbps(cut*3))
 	for i := range 6 {
 		if f, p, _, _ := send(); i >= 2 && (f != 2 || p != DefaultParity) {
 			t.Fatalf("room again, broadcast %d: %d fragments, %d parity records", i, f, p)
+		}
+	}
+}
+
+// TestParityFitsCut: frames that fit a datagram are cut for parity only
+// when what the frames leave pays for their records twice over — after
+// the records of the frames that are fragmented anyway — and only frames
+// of several members filling a quarter of a datagram or more are cut.
+func TestParityFitsCut(t *testing.T) {
+	const dg = 1200
+	rec := 300 + 2*codec.HeaderSize // one record of a 600-byte frame cut in two
+	chain := cand{size: 600, n: 50}
+	big := cand{size: 2000, n: 200} // two fragments of 1000 bytes anyway
+	for _, c := range []struct {
+		name   string
+		cs     []cand
+		spare  int
+		want   int
+		parity int
+		cut    bool
+	}{
+		{"room for the records twice", []cand{chain}, 2 * 2 * rec, 2, 2, true},
+		{"a byte short of twice", []cand{chain}, 2*2*rec - 1, 2, 2, false},
+		{"room for the records once", []cand{chain}, 2 * rec, 2, 2, false},
+		{"one record wanted", []cand{chain}, 2 * rec, 1, 1, true},
+		{"no parity wanted", []cand{chain}, 1 << 20, 0, 0, false},
+		{"one member", []cand{{size: 600, n: 1}}, 1 << 20, 2, 2, false},
+		{"under a quarter of a datagram", []cand{{size: dg/codec.ParityCut - 1, n: 50}}, 1 << 20, 2, 2, false},
+		{"a fragmented frame's records first", []cand{big, chain}, 2*1000 + 2*2*rec, 2, 2, true},
+		{"a fragmented frame's records leave too little", []cand{big, chain}, 2*1000 + 2*2*rec - 1, 2, 2, false},
+		{"room for one record of the fragmented frame only", []cand{big, chain}, 1000 + 2*rec, 2, 1, true},
+	} {
+		var k bucket
+		p, cut := k.parityFits(c.cs, c.spare, c.want, dg)
+		if p != c.parity || cut != c.cut {
+			t.Errorf("%s: %d records, cut %v; want %d, %v", c.name, p, cut, c.parity, c.cut)
 		}
 	}
 }

@@ -256,8 +256,9 @@ func (b *Broadcaster) encodeQuant(t island.Time) {
 		o.budget.Parity = parity
 		_ = enc.SetParity(parity)
 		// Under a budget, parity is paid from what the frames leave:
-		// frames that fit a datagram are cut for it only when that pays
-		// for their records too; otherwise they stay whole.
+		// frames that fit a datagram are cut for it only when what is
+		// left pays for their records twice over; otherwise they stay
+		// whole.
 		enc.SetParityCut(cut)
 		for i := range b.quant {
 			q, oi := b.wanted(o, i)
