@@ -31,7 +31,9 @@
 // path loses); a frame that would fit a datagram is cut for parity only
 // when what is left pays for its records twice over, so a lossy path with
 // room protects big frames as an unbudgeted one does, and a path short of
-// bytes, or near its congestion window, sends them whole. Every island is quantized at rigid precision
+// bytes, or near its congestion window, sends them whole.
+//
+// Every island is quantized at rigid precision
 // (1/512 m, 2⁻¹² turn; DefaultClass) unless the game makes it decoration
 // with SetClass or Config.Class (quant.Loose: 1/128 m, 2⁻⁹ turn). On wire 1 each
 // broadcast is encoded once per distinct datagram cap and subscription and
