@@ -260,16 +260,15 @@ func TestParityCutUnderBudget(t *testing.T) {
 		cut = n
 	}
 	// Room for the frame alone (TestParityFitsCut draws the line).
-	for _, budget := range []int{cut * 6 / 10} {
-		_ = bc.SetCap(1, kbps(budget))
-		for i := range 12 {
-			f, p, l, n := send()
-			if l != 0 {
-				t.Fatalf("budget %d bytes (cut and protected %d): broadcast %d left %d frames out", budget, cut, i, l)
-			}
-			if i >= 2 && (f != 0 || p != 0) { // two to learn what frames cost
-				t.Fatalf("budget %d bytes (cut and protected %d): broadcast %d sent %d fragments and %d parity records (%d bytes); want the frame whole", budget, cut, i, f, p, n)
-			}
+	budget := cut * 6 / 10
+	_ = bc.SetCap(1, kbps(budget))
+	for i := range 12 {
+		f, p, l, n := send()
+		if l != 0 {
+			t.Fatalf("budget %d bytes (cut and protected %d): broadcast %d left %d frames out", budget, cut, i, l)
+		}
+		if i >= 2 && (f != 0 || p != 0) { // two to learn what frames cost
+			t.Fatalf("budget %d bytes (cut and protected %d): broadcast %d sent %d fragments and %d parity records (%d bytes); want the frame whole", budget, cut, i, f, p, n)
 		}
 	}
 	_ = bc.SetCap(1, kbps(cut*3))
