@@ -126,6 +126,12 @@
 //	msg, n, err := codec.ParseControl(b, &lim) // msg.(codec.Lease)
 //	typ, n, err := dec.Decode(b)               // dec.Message().(codec.Lease)
 //
+// A StreamCopy is not a message but a datagram ("ISYC", its own magic)
+// carrying a run of the server's control-stream bytes at their stream
+// position, sent again so that a lost stream packet need not wait for
+// QUIC's retransmission; package transport reads the stream from the
+// stream and its copies together.
+//
 // # Guarantees
 //
 //   - Encoding never depends on host byte order, struct layout or word size:
