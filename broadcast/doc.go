@@ -55,8 +55,11 @@
 // late; the island's next frame is coded against whatever baseline the
 // observer still holds, so leaving an island out costs only its freshness.
 // No island waits more than 2·⌈S/B⌉·(N + W/w) broadcasts (schedule.go
-// states the terms). Budget reports each observer's last broadcast. With no
-// cap and no path rate every frame goes, as before.
+// states the terms). Budget reports each observer's last broadcast. The
+// control bytes Take gives an observer come off its next broadcast's
+// budget first, and so do bytes its transport sent it besides (Owe: the
+// transport's copies of its control). With no cap and no path rate every
+// frame goes, as before.
 //
 // # Areas of interest
 //

@@ -230,6 +230,25 @@ func (b *Broadcaster) SetPathRate(id ObserverID, bytesPerSecond int64) error {
 	return nil
 }
 
+// Owe charges observer id's budget with bytes sent to it besides what
+// Take gave (a transport's stream copies of its control, say): the next
+// broadcast to it pays them from its budget first, as it pays the control
+// bytes Take gave. Under no budget it changes nothing.
+func (b *Broadcaster) Owe(id ObserverID, bytes int) error {
+	o := b.observers[id]
+	if o == nil {
+		return ErrNoObserver
+	}
+	if bytes < 0 || bytes > MaxOwe {
+		return ErrBadMessage
+	}
+	o.ctlOwed = min(o.ctlOwed+bytes, MaxOwe)
+	return nil
+}
+
+// MaxOwe caps what Owe takes at once, and what an observer may owe, bytes.
+const MaxOwe = 1 << 24
+
 // SetObserverKbps replaces Config.ObserverKbps — every observer's cap,
 // kbit/s, 0 for none — from the next broadcast on; an observer's own SetCap
 // still comes first.

@@ -314,3 +314,51 @@ func TestParityFitsCut(t *testing.T) {
 		}
 	}
 }
+
+// TestOweChargesBudget: bytes owed for what the caller sent besides Take's
+// output come off the next broadcast's budget first — a budget owed whole
+// leaves that broadcast's frame out — and nothing more.
+func TestOweChargesBudget(t *testing.T) {
+	bc, err := New(Config{ObserverKbps: 100_000, KeyframeEvery: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := ids(1, 20)
+	live(t, bc, 1, members)
+	subscribeAll(t, bc, 1)
+	seq := uint32(0)
+	send := func() ObserverBudget {
+		seq++
+		bc.Frames([]*island.Frame{frameOf(1, members, seq)})
+		_, _ = bc.Take(1, nil, nil)
+		bud, _ := bc.Budget(1)
+		return bud
+	}
+	for i := range 4 {
+		if bud := send(); bud.Deferred != 0 || bud.Sent == 0 {
+			t.Fatalf("broadcast %d: %+v", i, bud)
+		}
+	}
+	_ = bc.SetCap(1, 200) // 1250 bytes a broadcast at 20 Hz: room for the frame
+	for i := range 3 {
+		if bud := send(); bud.Deferred != 0 {
+			t.Fatalf("capped, broadcast %d: %+v", i, bud)
+		}
+	}
+	bud, _ := bc.Budget(1)
+	if err := bc.Owe(1, bud.Budget); err != nil {
+		t.Fatal(err)
+	}
+	if got := send(); got.Deferred != 1 || got.Sent != 0 {
+		t.Fatalf("after owing a whole budget: %+v, want the frame left out", got)
+	}
+	if got := send(); got.Deferred != 0 {
+		t.Fatalf("the broadcast after: %+v", got)
+	}
+	if err := bc.Owe(9, 1); err != ErrNoObserver {
+		t.Fatalf("unknown observer: %v", err)
+	}
+	if err := bc.Owe(1, -1); err != ErrBadMessage {
+		t.Fatalf("negative: %v", err)
+	}
+}
