@@ -34,7 +34,8 @@
 //     validated against the control of that moment, at the next Datagram
 //     or Render once control changed; committed then, it is confirmed
 //     then. Nothing is guessed. Stats.Wire counts datagrams held, held
-//     ones committed and let go ("wire:park-dropped"); the stages count a
+//     ones committed and let go ("wire:park-dropped"), and how long the
+//     committed ones waited (ParkedWait); the stages count a
 //     held datagram's records again each time it is received (a frame it
 //     committed the first time then counts as a store duplicate). Fragments of frames
 //     cut into several datagrams are not held: a frame that arrives before

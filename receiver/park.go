@@ -112,6 +112,7 @@ func (r *Receiver) unpark(now int64) {
 		switch {
 		case r.quantDatagram(now, p.b):
 			r.stats.Wire.Unparked++
+			r.stats.Wire.ParkedWait += uint64(max(now-p.at, 0))
 			r.lot.release(i)
 		case !r.waitCtl:
 			r.stats.Wire.ParkDropped++

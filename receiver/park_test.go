@@ -40,13 +40,19 @@ func lateControl(t *testing.T, scenes string, steps int, cfg Config) (sent uint6
 // TestHeldUntilControl: frames whose datagrams overtake the control
 // messages they need — the first frames before their island's Lease,
 // Manifest and Physics, a hand-off's first frames before the new Lease —
-// are held and commit once control arrives: every frame sent commits.
+// are held and commit once control arrives: every frame sent commits, and
+// the time they waited is counted.
 // Without the hold (MaxParked < 0) they are refused and lost.
 func TestHeldUntilControl(t *testing.T) {
 	const scenes, steps = "ragdolls,handoff,chain", 360 // 6 s, past the hand-off at 2.5 s
 	sent, st := lateControl(t, scenes, steps, Config{})
 	if st.FramesCommitted != sent || st.Wire.Parked == 0 || st.Wire.Unparked != st.Wire.Parked || st.Wire.ParkDropped != 0 {
 		t.Fatalf("with the hold: %d of %d frames committed; wire %+v", st.FramesCommitted, sent, st.Wire)
+	}
+	// Each held datagram arrived 2 ms before the render that received it
+	// again, its control in between.
+	if st.Wire.ParkedWait != 2000*st.Wire.Unparked {
+		t.Fatalf("held %d datagrams for %d µs in all, want 2000 µs each", st.Wire.Unparked, st.Wire.ParkedWait)
 	}
 	sentOff, off := lateControl(t, scenes, steps, Config{MaxParked: -1})
 	if sentOff != sent || off.FramesCommitted >= sent || off.Wire.Parked != 0 {

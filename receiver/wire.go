@@ -69,6 +69,10 @@ type WireStats struct {
 	// those let go — held past ParkFor, pushed out by MaxParked, or
 	// failing for another reason when received again.
 	Parked, Unparked, ParkDropped uint64
+	// ParkedWait is how long the datagrams confirmed when received again
+	// had been held, summed, µs of the caller's clock: the time frames
+	// waited for control that was on its way.
+	ParkedWait uint64
 }
 
 // islandOf returns island id's baselines, nil when it has no manifest.
