@@ -106,6 +106,21 @@
 //     datagrams replace queued ones whose islands all have a newer frame in
 //     it, and past the cap the oldest go; both are counted
 //     (islandsync_frames_dropped_slow_observer_total).
+//   - Stream copies: over a path that loses datagrams (where the
+//     broadcaster sends parity), the control bytes one broadcast queued,
+//     when they fit two datagrams, go again as datagrams
+//     (codec.StreamCopy) at that broadcast and the two after it. A lost
+//     stream packet waits for QUIC to send it again, a round trip or more,
+//     and frames that need what it carried wait with it; a copy brings the
+//     bytes a broadcast period later instead. The Watcher reads its control
+//     stream from the stream and the copies together (each byte once, in
+//     stream order; Tick.Copies counts them), holds at most 16 copies
+//     ahead of a gap within 64 KiB of the stream, and closes the
+//     connection with CodeProtocol when the stream's bytes differ from a
+//     copy's. Copies wait in the datagram queue like frames and are
+//     dropped by the same rules; the observer's budget pays for them
+//     (broadcast.Broadcaster.Owe), and islandsync_stream_copies_total
+//     counts them.
 //
 // So one observer holds at most ControlBacklog bytes of control and
 // DatagramQueue datagrams (each at most its datagram cap) on the server,

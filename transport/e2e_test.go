@@ -25,6 +25,7 @@ type watchResult struct {
 	committed  uint64
 	simBodies  int // bodies in the watcher's local simulations (from Physics messages)
 	state      livestate.State
+	copies     struct{ Used, Late, Dropped, Refused uint64 }
 }
 
 // TestEndToEndQUIC: one server running every scenario, 32 watchers over
@@ -32,7 +33,8 @@ type watchResult struct {
 // duplication, jitter that reorders). Every watcher shows 0 half-frames,
 // commits frames, ends with exactly the server's identities, leases and
 // manifests, and simulates islands from the Physics messages that reached
-// it; the server's heap stays bounded.
+// it — reading its control stream from the stream and its copies in
+// datagrams; the server's heap stays bounded.
 func TestEndToEndQUIC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real network test")
@@ -109,6 +111,7 @@ func TestEndToEndQUIC(t *testing.T) {
 			taken, started, done := false, false, false
 			err := w.Run(wctx, func(tk *Tick) {
 				res.halfFrames += tk.HalfFrames
+				res.copies = tk.Copies
 				if c := tk.Receiver.Stats().FramesCommitted; !started && c > 0 {
 					started = true
 					flowing <- i
@@ -173,6 +176,18 @@ func TestEndToEndQUIC(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Over a lossy path the server sends its control again as stream
+	// copies; the watchers read them (and converged all the same).
+	var copied uint64
+	for i, r := range results {
+		copied += r.copies.Used + r.copies.Late
+		if r.copies.Refused != 0 {
+			t.Errorf("watcher %d refused %d stream copies", i, r.copies.Refused)
+		}
+	}
+	if copied == 0 {
+		t.Error("no watcher read a stream copy")
+	}
 	minC, maxC := results[0].committed, results[0].committed
 	for _, r := range results {
 		minC, maxC = min(minC, r.committed), max(maxC, r.committed)

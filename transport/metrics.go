@@ -47,6 +47,9 @@ type Metrics struct {
 	// FramesLate counts frames of datagrams dropped from an observer's
 	// queue because they had waited over two broadcast periods.
 	FramesLate prometheus.Counter
+	// StreamCopies counts stream copy datagrams queued: control bytes sent
+	// again as datagrams to observers whose paths lose datagrams.
+	StreamCopies prometheus.Counter
 	// Budget is, at every broadcast, each observer's byte budget for it in
 	// bytes per second (0: unlimited).
 	Budget prometheus.Histogram
@@ -124,6 +127,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}}),
 		FramesLate: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "frames_dropped_late_total",
 			Help: "Frames of datagrams dropped from an observer's queue after waiting over two broadcast periods."}),
+		StreamCopies: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "islandsync", Name: "stream_copies_total",
+			Help: "Stream copy datagrams queued: control bytes sent again as datagrams to observers whose paths lose datagrams."}),
 		Budget: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Name: "observer_budget_bytes_per_second",
 			Help:    "At every broadcast, per observer: its byte budget (0: unlimited).",
 			Buckets: prometheus.ExponentialBuckets(4000, 2, 12)}),
@@ -154,7 +159,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.Observers, m.DatagramsSent, m.BytesSent, m.FramesDropped, m.DatagramsSlow, m.Rejects,
 		m.HandshakesFailed, m.JoinsRefused, m.TokensRefused, m.Closes, m.QueueAge, m.QueueAgeMax,
-		m.DatagramWait, m.FramesLate, m.Budget, m.BudgetUsed, m.FramesDeferred, m.FramesSkipped, m.ControlRefused, m.OldestIslandAge, m.OldestIslandAgeMax,
+		m.DatagramWait, m.FramesLate, m.StreamCopies, m.Budget, m.BudgetUsed, m.FramesDeferred, m.FramesSkipped, m.ControlRefused, m.OldestIslandAge, m.OldestIslandAgeMax,
 		m.DatagramLoss, m.ParityBroadcasts, m.Steps, m.Broadcasts, m.PaceGaveUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -243,6 +248,12 @@ func (m *Metrics) controlRefused() {
 func (m *Metrics) droppedLate(frames int) {
 	if m != nil {
 		m.FramesLate.Add(float64(frames))
+	}
+}
+
+func (m *Metrics) streamCopies(n int) {
+	if m != nil && n > 0 {
+		m.StreamCopies.Add(float64(n))
 	}
 }
 

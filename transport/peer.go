@@ -13,6 +13,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/token"
 )
 
@@ -33,6 +34,8 @@ type peer struct {
 	inFlight    atomic.Int32  // its messages read but not yet applied by Run
 	writingAt   atomic.Int64  // Unix ns the control write in progress began; 0 when none is
 	sentSince   time.Time     // Run's alone: when its first datagram was queued; zero before
+	ctlOff      uint64        // Run's alone: control-stream position of the next byte queued
+	copies      []pendingCopy // Run's alone: stream copies still to send (copyControl)
 	late        time.Duration // a datagram queued longer is dropped, not sent; 0: never
 	handed      atomic.Int64  // datagram and control bytes handed to quic-go
 	quicHeld    atomic.Int64  // of them, about how many it has not yet sent (pace)
@@ -48,6 +51,54 @@ type peer struct {
 	closed    bool
 	reason    string
 	closeOnce sync.Once
+}
+
+// pendingCopy is a stream copy datagram and how many more broadcasts send it.
+type pendingCopy struct {
+	b     []byte
+	sends int
+}
+
+// Stream copies: control bytes a broadcast queued on the stream go again
+// as datagrams (codec.StreamCopy) at that broadcast and the copySends − 1
+// after it, so that a lost stream packet — which QUIC sends again only
+// after a round trip or more, while frames that need it wait — costs the
+// observer a broadcast period rather than that. They go only where parity
+// goes (a path that lost datagrams lately, with room in its budget for
+// parity), and only for a broadcast's control that fits copyDatagrams
+// datagrams: a large catch-up goes by the stream alone. The observer's
+// budget pays for them (flush owes their bytes to the broadcaster).
+const (
+	copySends     = 3
+	copyDatagrams = 2
+)
+
+// copyControl makes the stream copies of ctl, the control bytes just queued
+// at stream position p.ctlOff.
+func (p *peer) copyControl(ctl []byte) {
+	room := p.maxDatagram - codec.StreamCopyHeaderSize
+	if room <= 0 || len(ctl) > copyDatagrams*room {
+		return
+	}
+	for off := 0; off < len(ctl); off += room {
+		run := ctl[off:min(off+room, len(ctl))]
+		c := codec.StreamCopy{Offset: p.ctlOff + uint64(off), Bytes: run}
+		p.copies = append(p.copies, pendingCopy{c.Append(nil), copySends})
+	}
+}
+
+// appendCopies appends to dgs the stream copies this broadcast sends.
+func (p *peer) appendCopies(dgs []broadcast.Datagram) []broadcast.Datagram {
+	kept := p.copies[:0]
+	for _, c := range p.copies {
+		dgs = append(dgs, broadcast.Datagram{Bytes: c.b})
+		if c.sends--; c.sends > 0 {
+			kept = append(kept, c)
+		}
+	}
+	clear(p.copies[len(kept):])
+	p.copies = kept
+	return dgs
 }
 
 // queued is one datagram waiting for its observer, with when it was queued.

@@ -386,20 +386,37 @@ func (s *Server) flush(ctl *[]byte, dgs *[]broadcast.Datagram) {
 		if s.m != nil {
 			s.ages = append(s.ages, p.queueAge(now).Seconds())
 		}
-		if bud, ok := s.bc.Budget(id); ok {
+		bud, ok := s.bc.Budget(id)
+		if ok {
 			s.m.budget(bud, s.period)
 		}
 		*ctl, *dgs = s.bc.Take(id, (*ctl)[:0], (*dgs)[:0])
-		if len(*ctl) > 0 && !p.queueControl(*ctl) {
-			s.log.Warn("observer control backlog over the cap; closing", "observer", id, "remote", p.remote)
-			s.m.reject("control-backlog")
-			go p.close(CodeBacklog, "control backlog")
+		sent := len(*dgs) > 0
+		if len(*ctl) > 0 {
+			if !p.queueControl(*ctl) {
+				s.log.Warn("observer control backlog over the cap; closing", "observer", id, "remote", p.remote)
+				s.m.reject("control-backlog")
+				go p.close(CodeBacklog, "control backlog")
+			} else if bud.Parity > 0 {
+				p.copyControl(*ctl)
+			}
+			p.ctlOff += uint64(len(*ctl))
+		}
+		n := len(*dgs)
+		*dgs = p.appendCopies(*dgs)
+		if copies := (*dgs)[n:]; len(copies) > 0 {
+			s.m.streamCopies(len(copies))
+			owed := 0
+			for _, c := range copies {
+				owed += len(c.Bytes)
+			}
+			_ = s.bc.Owe(id, owed) // the observer's budget pays for them
 		}
 		if len(*dgs) > 0 {
 			frames, datagrams := p.queueDatagrams(*dgs)
 			s.m.droppedSlow(frames, datagrams)
 		}
-		if p.silent(now, len(*dgs) > 0) && !p.broke {
+		if p.silent(now, sent) && !p.broke {
 			p.broke = true
 			s.log.Warn("observer sends nothing back; closing", "observer", id, "remote", p.remote)
 			s.m.reject("silent")

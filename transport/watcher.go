@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -101,6 +102,11 @@ type Tick struct {
 	// reads wait for the receive loop at this tick (at most 256 and
 	// readBuffers): a watcher that falls behind shows it here first.
 	DatagramQueue, ControlQueue int
+	// Copies counts, over this connection, the stream copies (control
+	// bytes the server sent again as datagrams) that brought bytes before
+	// the stream did (Used), came after (Late), were let go for a cap
+	// (Dropped) or were refused unread (Refused: not a good copy).
+	Copies struct{ Used, Late, Dropped, Refused uint64 }
 }
 
 // feedbackWriter writes the watcher's feedback on the control stream from
@@ -371,8 +377,30 @@ func (w *Watcher) serveConn(ctx context.Context, conn *quic.Conn, addr string, o
 	// stream, so the server never takes it for one that does not read.
 	ctlIn := make(chan inbound, readBuffers)
 	dgIn := make(chan []byte, 256)
+	// The control stream is read from the stream and from the copies of
+	// its bytes that come as datagrams, whichever brings a byte first.
+	join := newStreamJoin()
+	defer join.end(net.ErrClosed) // a reader still waiting on it stops
 	go func() {
-		rd := newControlReader(st, w.cfg.Receiver.Control)
+		buf := make([]byte, 16<<10)
+		for {
+			n, err := st.Read(buf)
+			if n > 0 {
+				if err := join.fromStream(buf[:n]); err != nil {
+					if errors.Is(err, ErrCopyDiffers) {
+						_ = conn.CloseWithError(CodeProtocol, "stream copy differs from the stream")
+					}
+					return
+				}
+			}
+			if err != nil {
+				join.end(err)
+				return
+			}
+		}
+	}()
+	go func() {
+		rd := newControlReader(join, w.cfg.Receiver.Control)
 		for {
 			b, err := rd.take(conn.Context().Done())
 			if err == errStopped {
@@ -444,6 +472,18 @@ func (w *Watcher) serveConn(ctx context.Context, conn *quic.Conn, addr string, o
 				return err
 			}
 		case b := <-dgIn:
+			if codec.IsStreamCopy(b) {
+				c, err := codec.ParseStreamCopy(b)
+				if err != nil {
+					tick.Copies.Refused++
+					continue
+				}
+				if err := join.fromCopy(c.Offset, c.Bytes); err != nil {
+					_ = conn.CloseWithError(CodeProtocol, "stream copy differs from the stream")
+					return err
+				}
+				continue
+			}
 			if w.cfg.ConfirmOnly {
 				w.rx.Confirm(b)
 				continue
@@ -479,6 +519,8 @@ func (w *Watcher) serveConn(ctx context.Context, conn *quic.Conn, addr string, o
 		case <-render.C:
 			tick.Now = w.now()
 			tick.DatagramQueue, tick.ControlQueue = len(dgIn), len(ctlIn)
+			js := join.counts()
+			tick.Copies.Used, tick.Copies.Late, tick.Copies.Dropped = js.Used, js.Late, js.Dropped
 			tick.Views = nil
 			if !w.cfg.ConfirmOnly {
 				tick.Views = w.rx.Render(tick.Now)
