@@ -53,6 +53,10 @@ type transportRuns struct {
 	// ms (of two middle ones, the higher).
 	SeedAgeP95Median float64 `json:"seed_snapshot_age_p95_median_ms"`
 	HalfFrames       int     `json:"half_frames"` // over every run
+	// HeldForControl and HeldForControlMs sum the runs' datagrams held
+	// for control on its way, and how long those that committed waited, ms.
+	HeldForControl   uint64  `json:"held_for_control"`
+	HeldForControlMs float64 `json:"held_for_control_ms"`
 	// Per seed, in Seeds' order: each run's commit share (per cent) and
 	// snapshot-age p95 (ms).
 	SeedCommittedPct []float64 `json:"seed_committed_pct"`
@@ -112,6 +116,8 @@ func (t *transportRuns) add(s *scenarioReport) {
 	t.FramesSent += s.FramesSent
 	t.FramesCommitted += s.FramesCommitted
 	t.HalfFrames += s.Pipeline.HalfFramesApplied
+	t.HeldForControl += s.HeldForControl
+	t.HeldForControlMs = round(t.HeldForControlMs+s.HeldForControlMs, 1)
 	t.SeedCommittedPct = append(t.SeedCommittedPct, pct(s.FramesCommitted, s.FramesSent))
 	t.SeedAgeP95ms = append(t.SeedAgeP95ms, s.SnapshotAgeP95ms)
 	t.ages.add(s.ages)
@@ -200,6 +206,11 @@ func printCompare(w io.Writer, r *compareReport) {
 	for _, c := range r.Scenarios {
 		fmt.Fprintf(w, "%-10s %10.1f / %-9.1f %8.1f %11.0f / %-10.0f %8.0f %12.0f / %-11.0f %12d\n", c.Name, c.Mem.CommittedPct, c.QUIC.CommittedPct, c.Diff.CommittedPoints,
 			c.Mem.SnapshotAgeP95ms, c.QUIC.SnapshotAgeP95ms, c.Diff.AgeP95ms, c.Mem.SeedAgeP95Median, c.QUIC.SeedAgeP95Median, c.Mem.HalfFrames+c.QUIC.HalfFrames)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "held for control: datagrams whose frames waited for a control message on its way, and their wait in all (mem / quic)")
+	for _, c := range r.Scenarios {
+		fmt.Fprintf(w, "%-10s %6d / %-6d %8.0f / %.0f ms\n", c.Name, c.Mem.HeldForControl, c.QUIC.HeldForControl, c.Mem.HeldForControlMs, c.QUIC.HeldForControlMs)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "per seed: points QUIC commits fewer; snapshot age p95 mem/quic, ms")

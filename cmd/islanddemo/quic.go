@@ -90,12 +90,14 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	wctx, stopWatch := context.WithCancel(sctx)
 	defer stopWatch()
 	werrC := make(chan error, 1)
-	var moved int64 // watcher time the area last moved, µs
+	var moved int64   // watcher time the area last moved, µs
+	var copies uint64 // stream copies read before the stream
 	go func() {
 		werrC <- w.Run(wctx, func(tk *transport.Tick) {
 			mu.Lock()
 			defer mu.Unlock()
 			pipe.apply(tk.Views)
+			copies = tk.Copies.Used
 			m.rendered(tk.Now)
 			if opt.AOI > 0 && tk.Now-moved >= 50_000 { // the camera moves
 				moved = tk.Now
@@ -123,6 +125,7 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	defer mu.Unlock()
 	rep := m.report(sc, opt, bs, networkReport{Lost: down.Lost, Duplicated: down.Duplicated, Corrupted: down.Corrupted})
 	rep.FramesDroppedQueue = uint64(counted(metrics.FramesDropped) + counted(metrics.FramesLate))
+	rep.StreamCopies = &copies
 	return rep, m.ser, nil
 }
 

@@ -88,7 +88,17 @@ type scenarioReport struct {
 	SnapshotAgeP95ms   float64           `json:"snapshot_age_p95_ms"`
 	CorrectionMaxM     float64           `json:"correction_max_m"`
 	HandoffLatencyMs   float64           `json:"handoff_latency_ms"`
-	Network            networkReport     `json:"network"`
+	// HeldForControl is the datagrams held because their frames waited
+	// for a control message still on its way (a Lease, Manifest or
+	// Physics), and HeldForControlMs how long the ones that then committed
+	// had waited, summed, ms.
+	HeldForControl   uint64  `json:"held_for_control"`
+	HeldForControlMs float64 `json:"held_for_control_ms"`
+	// StreamCopies counts, over QUIC, the stream copies that brought
+	// control bytes before the stream did; absent on the simulated link,
+	// whose control stream loses nothing.
+	StreamCopies *uint64       `json:"stream_copies_used,omitempty"`
+	Network      networkReport `json:"network"`
 
 	ages []float64 // the snapshot age of every render not Waiting, ms (for -compare)
 }
@@ -137,6 +147,13 @@ func printTable(w io.Writer, r *report) {
 			fmt.Fprintf(w, ", hand-off first frame %.0f ms", s.HandoffLatencyMs)
 		}
 		fmt.Fprintln(w)
+		if s.HeldForControl > 0 || s.StreamCopies != nil {
+			fmt.Fprintf(w, "   held for control: %d datagrams, %.0f ms in all", s.HeldForControl, s.HeldForControlMs)
+			if s.StreamCopies != nil {
+				fmt.Fprintf(w, "; stream copies read before the stream: %d", *s.StreamCopies)
+			}
+			fmt.Fprintln(w)
+		}
 		if len(s.Rejects) > 0 {
 			keys := make([]string, 0, len(s.Rejects))
 			for k := range s.Rejects {

@@ -207,6 +207,8 @@ func (m *measure) report(sc scenario.Scenario, opt options, bs broadcast.Stats, 
 		SnapshotAgeP95ms:   round(quantile.Nearest(m.ages, 95), 1),
 		CorrectionMaxM:     round(rs.Store.CorrectionMax, 4),
 		HandoffLatencyMs:   round(float64(rs.Store.HandoffLatencyMax)/1000, 1),
+		HeldForControl:     rs.Wire.Parked,
+		HeldForControlMs:   round(float64(rs.Wire.ParkedWait)/1000, 1),
 		Network:            netw,
 		ages:               m.ages,
 	}
