@@ -3,9 +3,11 @@ package transport
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/scenario"
 )
 
 // TestCopyControl: a broadcast's control bytes go as stream copies at that
@@ -46,5 +48,63 @@ func TestCopyControl(t *testing.T) {
 	p.copyControl(make([]byte, copyDatagrams*room+1))
 	if dgs := p.appendCopies(nil); len(dgs) != 0 {
 		t.Fatalf("control over %d datagrams copied", copyDatagrams)
+	}
+}
+
+// TestCopiesFollowParity: the server copies an observer's control into
+// datagrams exactly when the broadcaster sends it parity, each copy the
+// stream's bytes at its position; without parity nothing is copied.
+func TestCopiesFollowParity(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		parity int
+		want   bool
+	}{{"parity", 2, true}, {"no parity", -1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			scs, err := scenario.Pick("bridge")
+			if err != nil {
+				t.Fatal(err)
+			}
+			auth, err := scenario.NewAuthority(scs, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bc, err := broadcast.New(broadcast.Config{SendPeriod: auth.Period(), Parity: tc.parity, FixedParity: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bc.Join(1, 1200); err != nil {
+				t.Fatal(err)
+			}
+			_ = bc.Subscribe(1, codec.Subscribe{All: true})
+			// A server without a network: nothing drains the peer's queues,
+			// so they hold everything sent, the stream from its first byte.
+			p := &peer{id: 1, maxDatagram: 1200, ctlCap: 1 << 20, dgCap: 1 << 12, stall: time.Hour,
+				wake: make(chan struct{}, 1), wakeDG: make(chan struct{}, 1)}
+			s := &Server{cfg: ServerConfig{FixedRate: true}, bc: bc, log: quiet,
+				conns: map[broadcast.ObserverID]*peer{1: p}}
+			var ctl []byte
+			var dgs []broadcast.Datagram
+			for range 3 * scenario.StepHz { // 3 s
+				msgs, frames := auth.Step()
+				s.send(msgs, frames, &ctl, &dgs)
+			}
+			copies := 0
+			for _, d := range p.dgs {
+				if !codec.IsStreamCopy(d.Bytes) {
+					continue
+				}
+				copies++
+				c, err := codec.ParseStreamCopy(d.Bytes)
+				if err != nil || c.Offset+uint64(len(c.Bytes)) > uint64(len(p.ctl)) ||
+					!bytes.Equal(c.Bytes, p.ctl[c.Offset:c.Offset+uint64(len(c.Bytes))]) {
+					t.Fatalf("copy at %d (%d bytes) is not the stream's bytes there: %v", c.Offset, len(c.Bytes), err)
+				}
+			}
+			if (copies > 0) != tc.want || len(p.ctl) == 0 {
+				t.Fatalf("%d copies of %d control bytes", copies, len(p.ctl))
+			}
+			t.Logf("%d control bytes, %d copies", len(p.ctl), copies)
+		})
 	}
 }
