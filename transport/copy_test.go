@@ -2,11 +2,15 @@ package transport
 
 import (
 	"bytes"
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/islandsync/islandsync/broadcast"
 	"github.com/islandsync/islandsync/codec"
+	"github.com/islandsync/islandsync/internal/livestate"
+	"github.com/islandsync/islandsync/netsim"
 	"github.com/islandsync/islandsync/scenario"
 )
 
@@ -107,4 +111,59 @@ func TestCopiesFollowParity(t *testing.T) {
 			t.Logf("%d control bytes, %d copies", len(p.ctl), copies)
 		})
 	}
+}
+
+// TestWatcherReadsCopies: over QUIC through a relay that loses 10 % of
+// packets, a server with parity on (no budget) sends its control again as
+// stream copies; the watcher reads them — refusing none — and ends with
+// exactly the server's identities, leases and manifests.
+func TestWatcherReadsCopies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real network test")
+	}
+	scs, err := scenario.Pick("config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := scenario.NewAuthority(scs, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, ct := testServer(t, auth, ServerConfig{FixedRate: true})
+	imp := netsim.Config{Loss: 0.10, Delay: 5_000, Jitter: 10_000}
+	relay, err := netsim.NewRelay("127.0.0.1:0", srv.Addr().String(), imp, imp, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	w, err := NewWatcher(WatchConfig{Addr: relay.Addr().String(), TLS: ct, Subscribe: codec.Subscribe{All: true}, Logger: quiet,
+		DialTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read, refused atomic.Uint64
+	var converged atomic.Bool
+	paused := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- w.Run(ctx, func(tk *Tick) {
+			read.Store(tk.Copies.Used + tk.Copies.Late)
+			refused.Store(tk.Copies.Refused)
+			select {
+			case <-paused:
+				converged.Store(livestate.Of(tk.Receiver).Equal(serverState(srv)))
+			default:
+			}
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "a stream copy read", func() bool { return read.Load() > 0 })
+	srv.Pause(true)
+	close(paused)
+	waitFor(t, "the watcher's state to equal the server's", converged.Load)
+	if refused.Load() != 0 {
+		t.Fatalf("%d copies refused", refused.Load())
+	}
+	t.Logf("stream copies read: %d", read.Load())
 }
