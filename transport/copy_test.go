@@ -55,9 +55,22 @@ func TestCopyControl(t *testing.T) {
 	}
 }
 
+// countCopies counts the stream copies among queued datagrams (the queue
+// drops superseded frames, never copies).
+func countCopies(q []queued) int {
+	n := 0
+	for _, d := range q {
+		if codec.IsStreamCopy(d.Bytes) {
+			n++
+		}
+	}
+	return n
+}
+
 // TestCopiesFollowParity: the server copies an observer's control into
 // datagrams exactly when the broadcaster sends it parity, each copy the
-// stream's bytes at its position; without parity nothing is copied.
+// stream's bytes at its position, sent at broadcasts only; without parity
+// nothing is copied.
 func TestCopiesFollowParity(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -91,7 +104,13 @@ func TestCopiesFollowParity(t *testing.T) {
 			var dgs []broadcast.Datagram
 			for range 3 * scenario.StepHz { // 3 s
 				msgs, frames := auth.Step()
+				before := countCopies(p.dgs)
 				s.send(msgs, frames, &ctl, &dgs)
+				// Copies go only at broadcasts, the steps that sampled
+				// frames, so that three go over three broadcast periods.
+				if countCopies(p.dgs) > before && len(frames) == 0 {
+					t.Fatal("a stream copy sent at a step that sampled no frame")
+				}
 			}
 			copies := 0
 			for _, d := range p.dgs {

@@ -61,9 +61,11 @@ type pendingCopy struct {
 
 // Stream copies: control bytes a broadcast queued on the stream go again
 // as datagrams (codec.StreamCopy) at that broadcast and the copySends − 1
-// after it, so that a lost stream packet — which QUIC sends again only
-// after a round trip or more, while frames that need it wait — costs the
-// observer a broadcast period rather than that. They go only where parity
+// after it (control queued at a step without frames: from the next
+// broadcast on), so that a lost stream packet — which QUIC sends again
+// only after a round trip or more, while frames that need it wait — costs
+// the observer a broadcast period rather than that, and a loss burst of a
+// few packets does not take every copy. They go only where parity
 // goes (a path that lost datagrams lately, with room in its budget for
 // parity), and only for a broadcast's control that fits copyDatagrams
 // datagrams: a large catch-up goes by the stream alone. The observer's
@@ -87,7 +89,8 @@ func (p *peer) copyControl(ctl []byte) {
 	}
 }
 
-// appendCopies appends to dgs the stream copies this broadcast sends.
+// appendCopies appends to dgs the stream copies this broadcast sends; the
+// server calls it once per broadcast.
 func (p *peer) appendCopies(dgs []broadcast.Datagram) []broadcast.Datagram {
 	kept := p.copies[:0]
 	for _, c := range p.copies {

@@ -324,7 +324,7 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-tick.C:
 			if s.paused {
 				// Keep flushing control (joins and subscriptions) while paused.
-				s.flush(&ctl, &dgs)
+				s.flush(&ctl, &dgs, false)
 				continue
 			}
 			msgs, frames := s.src.Step()
@@ -359,7 +359,7 @@ func (s *Server) send(msgs []codec.Message, frames []*island.Frame, ctl *[]byte,
 		after := s.bc.Stats()
 		s.m.skipped(after.FramesUnknown-before.FramesUnknown, after.FramesRefused-before.FramesRefused)
 	}
-	s.flush(ctl, dgs)
+	s.flush(ctl, dgs, len(frames) > 0)
 }
 
 // pathRates tells the broadcaster what each observer's path carries now.
@@ -375,8 +375,9 @@ func (s *Server) pathRates() {
 }
 
 // flush hands every observer's queued control bytes and datagrams to its
-// connection.
-func (s *Server) flush(ctl *[]byte, dgs *[]broadcast.Datagram) {
+// connection; at a broadcast (a step that sampled frames), the stream
+// copies due too.
+func (s *Server) flush(ctl *[]byte, dgs *[]broadcast.Datagram, sampled bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -403,7 +404,9 @@ func (s *Server) flush(ctl *[]byte, dgs *[]broadcast.Datagram) {
 			p.ctlOff += uint64(len(*ctl))
 		}
 		n := len(*dgs)
-		*dgs = p.appendCopies(*dgs)
+		if sampled {
+			*dgs = p.appendCopies(*dgs)
+		}
 		if copies := (*dgs)[n:]; len(copies) > 0 {
 			s.m.streamCopies(len(copies))
 			owed := 0
