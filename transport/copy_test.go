@@ -53,6 +53,19 @@ func TestCopyControl(t *testing.T) {
 	if dgs := p.appendCopies(nil); len(dgs) != 0 {
 		t.Fatalf("control over %d datagrams copied", copyDatagrams)
 	}
+	// Control with no broadcast to carry its copies: at most 16 wait, the
+	// newest.
+	for i := range 40 {
+		p.copyControl([]byte{byte(i)})
+		p.ctlOff++
+	}
+	dgs := p.appendCopies(nil)
+	if len(dgs) != 16 {
+		t.Fatalf("%d copies waited, want 16", len(dgs))
+	}
+	if c, _ := codec.ParseStreamCopy(dgs[0].Bytes); c.Bytes[0] != 24 {
+		t.Fatalf("the oldest copy kept is of byte %d, want 24", c.Bytes[0])
+	}
 }
 
 // countCopies counts the stream copies among queued datagrams (the queue

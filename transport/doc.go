@@ -117,7 +117,8 @@
 //     stream order; Tick.Copies counts them), holds at most 16 copies
 //     ahead of a gap within 64 KiB of the stream, and closes the
 //     connection with CodeProtocol when the stream's bytes differ from a
-//     copy's. Copies wait in the datagram queue like frames and are
+//     copy's. At most 16 copies wait for a broadcast to carry them (the
+//     oldest go first). Copies wait in the datagram queue like frames and are
 //     dropped by the same rules; the observer's budget pays for them
 //     (broadcast.Broadcaster.Owe), and islandsync_stream_copies_total
 //     counts them.

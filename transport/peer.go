@@ -73,6 +73,7 @@ type pendingCopy struct {
 const (
 	copySends     = 3
 	copyDatagrams = 2
+	copyKept      = 16 // copies waiting at most; the oldest go first
 )
 
 // copyControl makes the stream copies of ctl, the control bytes just queued
@@ -86,6 +87,9 @@ func (p *peer) copyControl(ctl []byte) {
 		run := ctl[off:min(off+room, len(ctl))]
 		c := codec.StreamCopy{Offset: p.ctlOff + uint64(off), Bytes: run}
 		p.copies = append(p.copies, pendingCopy{c.Append(nil), copySends})
+	}
+	if over := len(p.copies) - copyKept; over > 0 { // control with no broadcast to carry it
+		p.copies = slices.Delete(p.copies, 0, over)
 	}
 }
 
