@@ -1,10 +1,6 @@
 package codec
 
-import (
-	"encoding/binary"
-
-	"github.com/cespare/xxhash/v2"
-)
+import "encoding/binary"
 
 // A StreamCopy carries a run of the server's control-stream bytes in a
 // datagram. The stream is reliable but, over a lossy path, a lost packet of
@@ -94,10 +90,4 @@ func ParseStreamCopy(b []byte) (StreamCopy, error) {
 
 // streamCopyCheck is the low 32 bits of xxhash64 over a copy's first 13
 // bytes and its run.
-func streamCopyCheck(dg []byte) uint32 {
-	var d xxhash.Digest
-	d.Reset()
-	_, _ = d.Write(dg[:13])
-	_, _ = d.Write(dg[StreamCopyHeaderSize:])
-	return uint32(d.Sum64())
-}
+func streamCopyCheck(dg []byte) uint32 { return checkAround(dg, 13) }

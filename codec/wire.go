@@ -96,11 +96,15 @@ func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 // datagramCheck is the datagram check: the low 32 bits of xxhash64 over the
 // datagram's first 25 bytes and everything after the check field. It
 // catches corruption anywhere — runs included, which carry no digest.
-func datagramCheck(dg []byte) uint32 {
+func datagramCheck(dg []byte) uint32 { return checkAround(dg, checkAt) }
+
+// checkAround is the low 32 bits of xxhash64 (seed 0) over dg less the
+// 4-byte check field at offset at: the bytes before it, then those after.
+func checkAround(dg []byte, at int) uint32 {
 	var d xxhash.Digest
 	d.Reset()
-	_, _ = d.Write(dg[:checkAt])
-	_, _ = d.Write(dg[HeaderSize:])
+	_, _ = d.Write(dg[:at])
+	_, _ = d.Write(dg[at+4:])
 	return uint32(d.Sum64())
 }
 
