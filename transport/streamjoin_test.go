@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// readAll reads what the join has brought so far without waiting.
+// readReady reads what the join has brought so far without waiting.
 func readReady(t *testing.T, j *streamJoin) []byte {
 	t.Helper()
 	j.mu.Lock()
