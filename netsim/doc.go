@@ -7,6 +7,14 @@
 // epoch, packets from a spoofed sender, fragments of a stale topology and
 // conflicting duplicates.
 //
+// A Link counts what it did (LinkStats), among it its silences: stretches
+// of at least SilenceMin (150 ms) between two datagrams it kept, whether a
+// burst lost what was sent or the sender sent nothing. They tell a loss
+// burst the far end sees from one a congestion-controlled sender stretched
+// by going quiet (the demo's -compare sets them side by side). A burst's
+// length is counted in datagrams, so a sender that sends fewer of them
+// meets bursts that last longer in time.
+//
 // Time is the caller's: Send and Deliver take now in microseconds. The same
 // seed and the same calls give the same deliveries, byte for byte. This
 // package is simulation code; it is the one place besides cmd/ that draws

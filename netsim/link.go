@@ -33,7 +33,19 @@ type Config struct {
 type LinkStats struct {
 	Sent, Lost, BurstLost, Duplicated, Corrupted, Delivered uint64
 	Bytes                                                   uint64 // bytes handed to Send
+	// Silences counts the stretches of at least SilenceMin between two
+	// datagrams the link kept (did not lose), by their send times: a loss
+	// burst, a sender that stopped sending, or both — what the far end
+	// sees as nothing arriving. SilentTime is their total length and
+	// LongestSilence the longest, µs (0: none).
+	Silences                   uint64
+	SilentTime, LongestSilence int64
 }
+
+// SilenceMin is the shortest stretch LinkStats counts as a silence, µs:
+// three broadcast periods at 20 Hz, longer than a playout's usual delay, so
+// that an observer fed by the link freezes or extrapolates through it.
+const SilenceMin = 150_000
 
 type packet struct {
 	due  int64
@@ -69,6 +81,8 @@ type Link struct {
 	bad   bool
 	last  int64 // local time the Gilbert–Elliott state last moved for a datagram, µs
 	sent  bool  // a datagram was sent: last is set
+	kept  int64 // send time of the last datagram not lost, µs
+	kepts bool  // a datagram was kept: kept is set
 	stats LinkStats
 }
 
@@ -119,6 +133,12 @@ func (l *Link) Send(now int64, dg []byte) {
 		l.stats.Lost++
 		return
 	}
+	if gap := now - l.kept; l.kepts && gap >= SilenceMin {
+		l.stats.Silences++
+		l.stats.SilentTime += gap
+		l.stats.LongestSilence = max(l.stats.LongestSilence, gap)
+	}
+	l.kept, l.kepts = now, true
 	copies := 1
 	if l.cfg.Duplicate > 0 && l.r.Float64() < l.cfg.Duplicate {
 		copies = 2

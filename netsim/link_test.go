@@ -143,3 +143,51 @@ func TestBurstEndsInTime(t *testing.T) {
 		t.Fatal("a sender sending every 50 ms saw the time bound")
 	}
 }
+
+// TestSilences checks the silence counters against send schedules whose
+// silences are known: a perfect link (Loss and BurstLoss not drawn) only
+// sees the sender's own gaps, and a link that loses everything in a
+// window sees that window.
+func TestSilences(t *testing.T) {
+	ms := func(v ...int64) []int64 {
+		for i := range v {
+			v[i] *= 1000
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name     string
+		sends    []int64 // send times, µs
+		n        uint64
+		total    int64 // µs
+		longest  int64 // µs
+		lossFrom int64 // datagrams sent in [lossFrom, lossTo) are lost
+		lossTo   int64
+	}{
+		{name: "steady 50 ms", sends: ms(0, 50, 100, 150, 200)},
+		{name: "149 ms gap", sends: ms(0, 149, 200)},
+		{name: "150 ms gap", sends: ms(0, 150, 200), n: 1, total: 150_000, longest: 150_000},
+		{name: "two gaps", sends: ms(0, 200, 250, 650), n: 2, total: 600_000, longest: 400_000},
+		{name: "first datagram opens nothing", sends: ms(500, 550)},
+		{name: "lost run", sends: ms(0, 50, 100, 150, 200, 250), lossFrom: 40_000, lossTo: 210_000,
+			n: 1, total: 250_000, longest: 250_000},
+		{name: "lost run shorter than the minimum", sends: ms(0, 50, 100, 150), lossFrom: 40_000, lossTo: 60_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLink(Config{}, 1)
+			for _, at := range tc.sends {
+				if at >= tc.lossFrom && at < tc.lossTo {
+					l.cfg.Loss = 1
+				} else {
+					l.cfg.Loss = 0
+				}
+				l.Send(at, []byte{1})
+			}
+			st := l.Stats()
+			if st.Silences != tc.n || st.SilentTime != tc.total || st.LongestSilence != tc.longest {
+				t.Fatalf("silences %d, %d µs, longest %d µs; want %d, %d, %d",
+					st.Silences, st.SilentTime, st.LongestSilence, tc.n, tc.total, tc.longest)
+			}
+		})
+	}
+}

@@ -176,6 +176,9 @@ func (a LinkStats) add(b LinkStats) LinkStats {
 	a.Corrupted += b.Corrupted
 	a.Delivered += b.Delivered
 	a.Bytes += b.Bytes
+	a.Silences += b.Silences
+	a.SilentTime += b.SilentTime
+	a.LongestSilence = max(a.LongestSilence, b.LongestSilence)
 	return a
 }
 

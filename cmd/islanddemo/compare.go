@@ -57,6 +57,15 @@ type transportRuns struct {
 	// for control on its way, and how long those that committed waited, ms.
 	HeldForControl   uint64  `json:"held_for_control"`
 	HeldForControlMs float64 `json:"held_for_control_ms"`
+	// Silences and SilentMs sum the runs' silences on the link to the
+	// observer (stretches of 150 ms or more with nothing delivered) and
+	// their length, ms; UpSilences and UpSilentMs those on the link from
+	// it (over QUIC; zero on the simulated link, which delivers feedback
+	// whatever it loses).
+	Silences   uint64  `json:"silences"`
+	SilentMs   float64 `json:"silent_ms"`
+	UpSilences uint64  `json:"up_silences"`
+	UpSilentMs float64 `json:"up_silent_ms"`
 	// Per seed, in Seeds' order: each run's commit share (per cent) and
 	// snapshot-age p95 (ms).
 	SeedCommittedPct []float64 `json:"seed_committed_pct"`
@@ -118,6 +127,12 @@ func (t *transportRuns) add(s *scenarioReport) {
 	t.HalfFrames += s.Pipeline.HalfFramesApplied
 	t.HeldForControl += s.HeldForControl
 	t.HeldForControlMs = round(t.HeldForControlMs+s.HeldForControlMs, 1)
+	t.Silences += s.Network.Silences
+	t.SilentMs = round(t.SilentMs+s.Network.SilentMs, 1)
+	if s.Network.UpSilences != nil {
+		t.UpSilences += *s.Network.UpSilences
+		t.UpSilentMs = round(t.UpSilentMs+*s.Network.UpSilentMs, 1)
+	}
 	t.SeedCommittedPct = append(t.SeedCommittedPct, pct(s.FramesCommitted, s.FramesSent))
 	t.SeedAgeP95ms = append(t.SeedAgeP95ms, s.SnapshotAgeP95ms)
 	t.ages.add(s.ages)
@@ -211,6 +226,12 @@ func printCompare(w io.Writer, r *compareReport) {
 	fmt.Fprintln(w, "held for control: datagrams whose frames waited for a control message on its way, and their wait in all (mem / quic)")
 	for _, c := range r.Scenarios {
 		fmt.Fprintf(w, "%-10s %6d / %-6d %8.0f / %.0f ms\n", c.Name, c.Mem.HeldForControl, c.QUIC.HeldForControl, c.Mem.HeldForControlMs, c.QUIC.HeldForControlMs)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "silences: stretches of 150 ms or more in which a link delivered nothing (a loss burst, a sender that sent nothing), count and total")
+	fmt.Fprintf(w, "%-10s %22s %22s\n", "", "to the observer, mem / quic", "from it, quic")
+	for _, c := range r.Scenarios {
+		fmt.Fprintf(w, "%-10s %5d / %-5d %5.1f / %-5.1f s %7d %7.1f s\n", c.Name, c.Mem.Silences, c.QUIC.Silences, c.Mem.SilentMs/1000, c.QUIC.SilentMs/1000, c.QUIC.UpSilences, c.QUIC.UpSilentMs/1000)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "per seed: points QUIC commits fewer; snapshot age p95 mem/quic, ms")

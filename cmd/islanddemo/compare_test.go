@@ -23,11 +23,17 @@ func TestCompareCounts(t *testing.T) {
 		calm[i] = 100
 	}
 	outage := append(slices.Clone(calm[:10]), 500, 500) // its own p95: 500 ms
-	r.add(&scenarioReport{FramesSent: 100, FramesCommitted: 90, SnapshotAgeP95ms: 500, ages: outage})
-	r.add(&scenarioReport{FramesSent: 100, FramesCommitted: 100, SnapshotAgeP95ms: 100, ages: calm, Pipeline: receiverReport{HalfFramesApplied: 1}})
+	up, upMs := uint64(2), 310.5
+	r.add(&scenarioReport{FramesSent: 100, FramesCommitted: 90, SnapshotAgeP95ms: 500, ages: outage,
+		Network: networkReport{Silences: 1, SilentMs: 420.2, UpSilences: &up, UpSilentMs: &upMs}})
+	r.add(&scenarioReport{FramesSent: 100, FramesCommitted: 100, SnapshotAgeP95ms: 100, ages: calm, Pipeline: receiverReport{HalfFramesApplied: 1},
+		Network: networkReport{Silences: 2, SilentMs: 300}})
 	r.finish()
 	if r.FramesSent != 200 || r.FramesCommitted != 190 || r.CommittedPct != 95 || r.HalfFrames != 1 {
 		t.Fatalf("sums %+v", r)
+	}
+	if r.Silences != 3 || r.SilentMs != 720.2 || r.UpSilences != 2 || r.UpSilentMs != 310.5 {
+		t.Fatalf("silences %d (%v ms), from the observer %d (%v ms); want 3 (720.2), 2 (310.5)", r.Silences, r.SilentMs, r.UpSilences, r.UpSilentMs)
 	}
 	// 40 renders, 2 of them 500 ms: the 38th of them in order is 100 ms.
 	if r.SnapshotAgeP95ms != 100 || r.SnapshotAgeP50ms != 100 {
@@ -111,7 +117,7 @@ func TestCompare(t *testing.T) {
 	if code := run([]string{"-compare", "1", "-scenario", "teleport", "-duration", "0.5"}, &out, &errs); code != 0 {
 		t.Fatalf("table: exit %d", code)
 	}
-	for _, want := range []string{"the simulated link against QUIC", "teleport", "per seed", "largest commit deficit"} {
+	for _, want := range []string{"the simulated link against QUIC", "teleport", "silences:", "per seed", "largest commit deficit"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

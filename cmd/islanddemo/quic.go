@@ -120,10 +120,12 @@ func runQUIC(sc scenario.Scenario, opt options) (scenarioReport, series, error) 
 	if werr != nil {
 		return scenarioReport{}, series{}, werr
 	}
-	_, down := relay.Stats()
+	up, down := relay.Stats()
 	mu.Lock()
 	defer mu.Unlock()
-	rep := m.report(sc, opt, bs, networkReport{Lost: down.Lost, Duplicated: down.Duplicated, Corrupted: down.Corrupted})
+	netw := networkReport{Lost: down.Lost, Duplicated: down.Duplicated, Corrupted: down.Corrupted}
+	netw.silences(down, &up)
+	rep := m.report(sc, opt, bs, netw)
 	rep.FramesDroppedQueue = uint64(counted(metrics.FramesDropped) + counted(metrics.FramesLate))
 	rep.StreamCopies = &copies
 	return rep, m.ser, nil

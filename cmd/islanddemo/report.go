@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/islandsync/islandsync/netsim"
 	"io"
 	"sort"
 	"strings"
@@ -60,6 +61,27 @@ type networkReport struct {
 	Duplicated uint64 `json:"duplicated"`
 	Corrupted  uint64 `json:"corrupted"`
 	Injected   uint64 `json:"injected"`
+	// Silences are the stretches of at least netsim.SilenceMin (150 ms)
+	// in which the link to the observer delivered nothing — a loss burst,
+	// a server that sent nothing, or both — and SilentMs their total, ms.
+	Silences uint64  `json:"silences"`
+	SilentMs float64 `json:"silent_ms"`
+	// UpSilences and UpSilentMs are the same for the link from the
+	// observer, over QUIC (it carries the acknowledgements QUIC's sender
+	// waits for); nil on the simulated link, which delivers feedback
+	// whatever it loses.
+	UpSilences *uint64  `json:"up_silences,omitempty"`
+	UpSilentMs *float64 `json:"up_silent_ms,omitempty"`
+}
+
+// silences fills n's silence fields from the link counters down (to the
+// observer) and, when not nil, up (from it).
+func (n *networkReport) silences(down netsim.LinkStats, up *netsim.LinkStats) {
+	n.Silences, n.SilentMs = down.Silences, round(float64(down.SilentTime)/1000, 1)
+	if up != nil {
+		c, ms := up.Silences, round(float64(up.SilentTime)/1000, 1)
+		n.UpSilences, n.UpSilentMs = &c, &ms
+	}
 }
 
 type scenarioReport struct {
@@ -129,7 +151,12 @@ func printTable(w io.Writer, r *report) {
 		}
 		fmt.Fprintf(w, "   sent %d frames%s in %d datagrams (%d KiB, %.1f kB/s%s); committed %d frames%s\n",
 			s.FramesSent, left, s.DatagramsSent, s.BytesSent/1024, s.BandwidthKBps, frags, s.FramesCommitted, rebuilt)
-		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected\n", s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected)
+		fmt.Fprintf(w, "   network: %d lost, %d duplicated, %d corrupted, %d injected; silences of 150 ms or more: %d to the observer (%.0f ms)",
+			s.Network.Lost, s.Network.Duplicated, s.Network.Corrupted, s.Network.Injected, s.Network.Silences, s.Network.SilentMs)
+		if s.Network.UpSilences != nil {
+			fmt.Fprintf(w, ", %d from it (%.0f ms)", *s.Network.UpSilences, *s.Network.UpSilentMs)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "   %-22s %12s %16s %16s %14s %14s\n", "receiver", "half-frames", "max joint err m", "p99 joint err m", "max pos err m", "p99 pos err m")
 		fmt.Fprintf(w, "   %-22s %12d %16.4f %16.4f %14.4f %14.4f\n", "pipeline (atomic)", s.Pipeline.HalfFramesApplied, s.Pipeline.MaxJointError, s.Pipeline.P99JointError,
 			s.Pipeline.MaxPositionError, s.Pipeline.P99PositionError)

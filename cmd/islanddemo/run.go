@@ -343,6 +343,7 @@ func runScenario(sc scenario.Scenario, opt options) (scenarioReport, series, err
 	}
 	ls := link.Stats()
 	netw := networkReport{Lost: ls.Lost, Duplicated: ls.Duplicated, Corrupted: ls.Corrupted}
+	netw.silences(ls, nil)
 	if adv != nil {
 		a := adv.Stats()
 		netw.Injected = a.Total()
