@@ -1,7 +1,8 @@
 // Package netsim is a seeded, deterministic model of a bad network for the
 // demo and tests: Bernoulli loss, burst loss (Gilbert–Elliott, its state
 // moving once per datagram and once per quiet Config.BurstSlot, so that a
-// burst ends in time even for a sender that stops sending into it),
+// burst ends in time even for a sender that stops sending into it, or, with
+// Config.BurstClock, once per tick whatever is sent),
 // duplication, reordering through per-packet delay with jitter, and byte
 // corruption; and an Adversary that injects late packets of a previous
 // epoch, packets from a spoofed sender, fragments of a stale topology and

@@ -23,10 +23,19 @@ type Config struct {
 	// are never a whole BurstSlot apart sees the state move per datagram
 	// only. 0 means 100 ms; negative, per datagram only.
 	BurstSlot int64
-	Duplicate float64 // probability a datagram is delivered twice
-	Delay     int64   // base one-way delay
-	Jitter    int64   // extra delay drawn uniformly from [0, Jitter]; reorders datagrams
-	Corrupt   float64 // probability one random byte of a datagram is flipped
+	// BurstClock, when positive, moves the Gilbert–Elliott state on time
+	// alone, µs: once per BurstClock, whatever is sent, BurstIn and
+	// BurstOut being probabilities per tick; BurstSlot is then not used.
+	// Per datagram, a burst lasts a number of datagrams, so a sender of
+	// few large datagrams (a congestion-controlled one, say) meets bursts
+	// that last longer in time than one of many small ones; on the clock
+	// it lasts as long for both, as a fade or a full queue does. 0: per
+	// datagram (and per quiet BurstSlot).
+	BurstClock int64
+	Duplicate  float64 // probability a datagram is delivered twice
+	Delay      int64   // base one-way delay
+	Jitter     int64   // extra delay drawn uniformly from [0, Jitter]; reorders datagrams
+	Corrupt    float64 // probability one random byte of a datagram is flipped
 }
 
 // LinkStats counts what a link did.
@@ -79,7 +88,7 @@ type Link struct {
 	q     queue
 	seq   uint64
 	bad   bool
-	last  int64 // local time the Gilbert–Elliott state last moved for a datagram, µs
+	last  int64 // local time the Gilbert–Elliott state last moved for a datagram (on the clock: its last tick), µs
 	sent  bool  // a datagram was sent: last is set
 	kept  int64 // send time of the last datagram not lost, µs
 	kepts bool  // a datagram was kept: kept is set
@@ -117,13 +126,26 @@ func (l *Link) Send(now int64, dg []byte) {
 	l.stats.Bytes += uint64(len(dg))
 	// The Gilbert–Elliott state moves once for each whole slot without a
 	// datagram, then once for this one.
-	if l.sent && l.cfg.BurstSlot > 0 {
-		for k := min((now-l.last)/l.cfg.BurstSlot, maxIdleMoves); k > 0; k-- {
+	if tick := l.cfg.BurstClock; tick > 0 {
+		// On the clock: once per whole tick since the state last moved;
+		// last advances by whole ticks, so the ticks never drift.
+		if !l.sent {
+			l.last, l.sent = now, true
+		}
+		k := max((now-l.last)/tick, 0)
+		for j := min(k, maxIdleMoves); j > 0; j-- {
 			l.move()
 		}
+		l.last += k * tick
+	} else {
+		if l.sent && l.cfg.BurstSlot > 0 {
+			for k := min((now-l.last)/l.cfg.BurstSlot, maxIdleMoves); k > 0; k-- {
+				l.move()
+			}
+		}
+		l.move()
+		l.last, l.sent = now, true
 	}
-	l.move()
-	l.last, l.sent = now, true
 	if l.bad && l.r.Float64() < l.cfg.BurstLoss {
 		l.stats.Lost++
 		l.stats.BurstLost++

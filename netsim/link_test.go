@@ -191,3 +191,61 @@ func TestSilences(t *testing.T) {
 		})
 	}
 }
+
+// burstTime sends a datagram every gap µs for span µs over a link with
+// bursts only (no other loss) and returns the mean time a burst took from
+// its first lost datagram to the next one kept, µs, and the share lost.
+func burstTime(clock, gap, span int64, seed uint64) (mean, lost float64) {
+	l := NewLink(Config{BurstIn: 0.02, BurstOut: 0.25, BurstClock: clock}, seed)
+	var out [][]byte
+	var runs, sent, gone int
+	var total, first int64
+	in := false
+	for now := int64(0); now < span; now += gap {
+		l.Send(now, []byte{1})
+		sent++
+		if out = l.Deliver(now, out[:0]); len(out) == 0 {
+			gone++
+			if !in {
+				in, first = true, now
+			}
+			continue
+		}
+		if in {
+			runs++
+			total += now - first
+			in = false
+		}
+	}
+	if runs == 0 {
+		return 0, 0
+	}
+	return float64(total) / float64(runs), float64(gone) / float64(sent)
+}
+
+// TestBurstClock: on the clock a burst lasts about as long for a sender of
+// one datagram a millisecond as for one of one every 20 ms (the sparse
+// sender's datagrams land up to 20 ms after the burst ends), and about
+// tick / BurstOut; per datagram, it lasts twenty times longer for the
+// sparse sender.
+func TestBurstClock(t *testing.T) {
+	const span = 600_000_000 // 10 minutes
+	dense, denseLost := burstTime(10_000, 1_000, span, 4)
+	sparse, sparseLost := burstTime(10_000, 20_000, span, 4)
+	perDense, _ := burstTime(0, 1_000, span, 4)
+	perSparse, _ := burstTime(0, 20_000, span, 4)
+	t.Logf("on the clock: %.1f ms every 1 ms (%.1f %% lost), %.1f ms every 20 ms (%.1f %% lost); per datagram: %.1f ms and %.1f ms",
+		dense/1000, 100*denseLost, sparse/1000, 100*sparseLost, perDense/1000, perSparse/1000)
+	if dense < 30_000 || dense > 50_000 {
+		t.Errorf("on the clock, a sender every 1 ms met bursts of %.1f ms, want about 40 (10 ms / 0.25)", dense/1000)
+	}
+	if sparse < dense || sparse > dense+25_000 {
+		t.Errorf("on the clock, a sender every 20 ms met bursts of %.1f ms against %.1f ms, want at most 25 ms more", sparse/1000, dense/1000)
+	}
+	if perSparse < 10*perDense {
+		t.Errorf("per datagram, bursts of %.1f ms every 20 ms against %.1f ms every 1 ms, want at least 10 times longer", perSparse/1000, perDense/1000)
+	}
+	if denseLost < 0.05 || denseLost > 0.09 || sparseLost < 0.05 || sparseLost > 0.09 {
+		t.Errorf("lost %.1f %% and %.1f %%, want about 7.4 %% (0.02 / (0.02 + 0.25)) for both", 100*denseLost, 100*sparseLost)
+	}
+}

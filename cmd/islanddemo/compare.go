@@ -213,8 +213,8 @@ func printCompare(w io.Writer, r *compareReport) {
 	im := r.Impairments
 	fmt.Fprintf(w, "islandsync demo — the simulated link against QUIC on 127.0.0.1, seeds %d–%d, %.1f s per scenario and seed, %d Hz broadcast\n",
 		r.Seeds[0], r.Seeds[len(r.Seeds)-1], r.DurationS, r.SendHz)
-	fmt.Fprintf(w, "network: loss %.0f%%, burst-in %.1f%%, duplicate %.0f%%, delay %.0f ms + jitter %.0f ms, corrupt %.1f%%; adversary on the simulated link %v\n",
-		im.Loss*100, im.BurstIn*100, im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
+	fmt.Fprintf(w, "network: loss %.0f%%, burst-in %.1f%% (%s), duplicate %.0f%%, delay %.0f ms + jitter %.0f ms, corrupt %.1f%%; adversary on the simulated link %v\n",
+		im.Loss*100, im.BurstIn*100, im.burstMoves(), im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
 	fmt.Fprintln(w, "committed: frames committed of frames sent over every run; snapshot age: every render of every run")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-10s %22s %8s %24s %8s %26s %12s\n", "scenario", "committed % mem / quic", "points", "age p95 ms mem / quic", "ms", "median seed p95 mem / quic", "half-frames")

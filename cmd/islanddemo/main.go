@@ -62,29 +62,30 @@ func demo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("islanddemo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		names     = fs.String("scenario", "all", "comma-separated scenarios: "+scenario.Names()+", or all")
-		duration  = fs.Float64("duration", 6, "simulated seconds per scenario (wall-clock seconds with -transport quic)")
-		seed      = fs.Uint64("seed", 1, "seed for the network and the adversary; the same seed gives the same report")
-		sendHz    = fs.Int("hz", 20, fmt.Sprintf("broadcast rate, frames per second per island, 1–%d", scenario.StepHz))
-		loss      = fs.Float64("loss", 0.05, "independent datagram loss probability, 0–1")
-		burst     = fs.Float64("burst", 0.01, "probability per datagram of entering a loss burst (Gilbert–Elliott, mean burst 4), 0–1")
-		burstSlot = fs.Float64("burst-slot", 100, "ms: a loss burst's state also moves once per this long without a datagram, so a burst ends in time when the sender goes quiet; 0: per datagram only")
-		dup       = fs.Float64("dup", 0.05, "datagram duplication probability, 0–1")
-		delay     = fs.Float64("delay", 40, "base one-way delay, ms, ≥ 0")
-		jitter    = fs.Float64("jitter", 60, "extra delay drawn from [0, jitter] ms, ≥ 0; reorders datagrams")
-		corrupt   = fs.Float64("corrupt", 0.01, "probability a datagram has one byte flipped, 0–1")
-		adversary = fs.Bool("adversary", true, "inject old-epoch, spoofed, stale-topology and conflicting packets (in-memory transport)")
-		jsonOut   = fs.Bool("json", false, "print the report as JSON")
-		plotFile  = fs.String("plot", "", "write joint error over time to this .png or .svg file")
-		wire      = fs.Int("wire", 3, "datagram format: 3 (quantized keyframes and deltas against confirmed baselines) or 1 (float frames)")
-		parity    = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams, none to an observer whose path lost nothing lately (wire 3 only), 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
-		compare   = fs.Int("compare", 0, "run every selected scenario over this many seeds (from -seed) on both transports, the simulated link and QUIC, with the same impairments, and print them side by side: commits over every run, snapshot age over every render; 0: off")
-		matrix    = fs.Bool("matrix", false, "run the impairment matrix (loss × duplication × jitter × 2 seeds, every scenario) and print one table; with -json, one object per cell")
-		budget    = fs.Int("budget", 0, "kbit/s each observer may be sent at most (wire 3); 0: no cap (over QUIC the path's own budget still holds)")
-		fixedRate = fs.Bool("fixed-rate", false, "over QUIC: send every frame whatever the path carries (no budget from the congestion window)")
-		aoi       = fs.Float64("aoi", 0, "width in metres of the observer's area of interest, moving along the floor at 4 m/s from x = −5 m (try -scenario bigworld); 0: every island")
-		datagram  = fs.Int("datagram", 0, fmt.Sprintf("the observer's datagram cap, bytes (%d … %d); 0: the default (over QUIC: the path's). -datagram %d cuts the chain's frames into several datagrams", codec.MinMaxDatagram, codec.MaxMaxDatagram, codec.MinMaxDatagram))
-		trans     = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
+		names      = fs.String("scenario", "all", "comma-separated scenarios: "+scenario.Names()+", or all")
+		duration   = fs.Float64("duration", 6, "simulated seconds per scenario (wall-clock seconds with -transport quic)")
+		seed       = fs.Uint64("seed", 1, "seed for the network and the adversary; the same seed gives the same report")
+		sendHz     = fs.Int("hz", 20, fmt.Sprintf("broadcast rate, frames per second per island, 1–%d", scenario.StepHz))
+		loss       = fs.Float64("loss", 0.05, "independent datagram loss probability, 0–1")
+		burst      = fs.Float64("burst", 0.01, "probability per datagram of entering a loss burst (Gilbert–Elliott, mean burst 4), 0–1")
+		burstSlot  = fs.Float64("burst-slot", 100, "ms: a loss burst's state also moves once per this long without a datagram, so a burst ends in time when the sender goes quiet; 0: per datagram only")
+		burstClock = fs.Float64("burst-clock", 0, "ms: a loss burst's state moves once per this long, whatever is sent (-burst and its exit are then per tick, -burst-slot unused), so a burst lasts as long for every sender; 0: per datagram")
+		dup        = fs.Float64("dup", 0.05, "datagram duplication probability, 0–1")
+		delay      = fs.Float64("delay", 40, "base one-way delay, ms, ≥ 0")
+		jitter     = fs.Float64("jitter", 60, "extra delay drawn from [0, jitter] ms, ≥ 0; reorders datagrams")
+		corrupt    = fs.Float64("corrupt", 0.01, "probability a datagram has one byte flipped, 0–1")
+		adversary  = fs.Bool("adversary", true, "inject old-epoch, spoofed, stale-topology and conflicting packets (in-memory transport)")
+		jsonOut    = fs.Bool("json", false, "print the report as JSON")
+		plotFile   = fs.String("plot", "", "write joint error over time to this .png or .svg file")
+		wire       = fs.Int("wire", 3, "datagram format: 3 (quantized keyframes and deltas against confirmed baselines) or 1 (float frames)")
+		parity     = fs.Int("parity", broadcast.DefaultParity, fmt.Sprintf("Reed–Solomon parity records per frame cut into 2–%d datagrams, none to an observer whose path lost nothing lately (wire 3 only), 0 (none) to %d", codec.MaxParityFragments, codec.MaxParity))
+		compare    = fs.Int("compare", 0, "run every selected scenario over this many seeds (from -seed) on both transports, the simulated link and QUIC, with the same impairments, and print them side by side: commits over every run, snapshot age over every render; 0: off")
+		matrix     = fs.Bool("matrix", false, "run the impairment matrix (loss × duplication × jitter × 2 seeds, every scenario) and print one table; with -json, one object per cell")
+		budget     = fs.Int("budget", 0, "kbit/s each observer may be sent at most (wire 3); 0: no cap (over QUIC the path's own budget still holds)")
+		fixedRate  = fs.Bool("fixed-rate", false, "over QUIC: send every frame whatever the path carries (no budget from the congestion window)")
+		aoi        = fs.Float64("aoi", 0, "width in metres of the observer's area of interest, moving along the floor at 4 m/s from x = −5 m (try -scenario bigworld); 0: every island")
+		datagram   = fs.Int("datagram", 0, fmt.Sprintf("the observer's datagram cap, bytes (%d … %d); 0: the default (over QUIC: the path's). -datagram %d cuts the chain's frames into several datagrams", codec.MinMaxDatagram, codec.MaxMaxDatagram, codec.MinMaxDatagram))
+		trans      = fs.String("transport", "mem", "mem: a simulated link; quic: the real islandserver and islandwatch code over QUIC on 127.0.0.1 through an impairing UDP relay")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -108,6 +109,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("-delay %v: milliseconds, ≥ 0", *delay)}
 	case !(*burstSlot >= 0) || *burstSlot > 3_600_000:
 		return usageError{fmt.Errorf("-burst-slot %v: milliseconds, in [0, 3600000]", *burstSlot)}
+	case !(*burstClock >= 0) || *burstClock > 3_600_000:
+		return usageError{fmt.Errorf("-burst-clock %v: milliseconds, in [0, 3600000]", *burstClock)}
 	case !(*jitter >= 0) || math.IsInf(*jitter, 0):
 		return usageError{fmt.Errorf("-jitter %v: milliseconds, ≥ 0", *jitter)}
 	case !(*duration > 0) || *duration > 3600:
@@ -142,7 +145,8 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		Duration: *duration, SendHz: *sendHz, Seed: *seed, Adversary: *adversary, AdvRate: 0.05, QUIC: *trans == "quic", Wire: *wire, Parity: parityConfig(*parity),
 		BudgetKbps: *budget, FixedRate: *fixedRate, AOI: *aoi, MaxDatagram: *datagram,
 		Net: netsim.Config{Loss: *loss, BurstIn: *burst, Duplicate: *dup, Delay: int64(*delay * 1000),
-			Jitter: int64(*jitter * 1000), Corrupt: *corrupt, BurstSlot: burstSlotUs(*burstSlot)},
+			Jitter: int64(*jitter * 1000), Corrupt: *corrupt, BurstSlot: burstSlotUs(*burstSlot),
+			BurstClock: burstClockUs(*burstClock)},
 	}
 	if *matrix {
 		if opt.QUIC {
@@ -214,7 +218,8 @@ func simulate(selected []scenario.Scenario, opt options) (*report, []series, err
 		transport = "QUIC on 127.0.0.1 via impairing UDP relay"
 	}
 	rep := &report{Seed: opt.Seed, DurationS: opt.Duration, SendHz: opt.SendHz, Transport: transport,
-		Impairments: impairmentReport{Loss: opt.Net.Loss, BurstIn: opt.Net.BurstIn, BurstSlotMs: burstSlotMs(opt.Net.BurstSlot), Duplicate: opt.Net.Duplicate,
+		Impairments: impairmentReport{Loss: opt.Net.Loss, BurstIn: opt.Net.BurstIn, BurstSlotMs: burstSlotMs(opt.Net.BurstSlot),
+			BurstClockMs: float64(opt.Net.BurstClock) / 1000, Duplicate: opt.Net.Duplicate,
 			DelayMs: float64(opt.Net.Delay) / 1000, JitterMs: float64(opt.Net.Jitter) / 1000, Corrupt: opt.Net.Corrupt, Adversary: opt.Adversary}}
 	var sers []series
 	for _, sc := range selected {
@@ -246,6 +251,15 @@ func parityConfig(flag int) int {
 func burstSlotUs(ms float64) int64 {
 	if ms == 0 {
 		return -1
+	}
+	return max(int64(ms*1000), 1)
+}
+
+// burstClockUs turns -burst-clock (ms; 0: per datagram) into
+// netsim.Config.BurstClock (µs; 0: per datagram).
+func burstClockUs(ms float64) int64 {
+	if ms == 0 {
+		return 0
 	}
 	return max(int64(ms*1000), 1)
 }

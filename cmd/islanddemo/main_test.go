@@ -149,13 +149,47 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
+// TestBurstClockFlag: -burst-clock reaches the link — the same seed loses
+// other datagrams than per datagram — and the report says how bursts move;
+// silences are counted and reported.
+func TestBurstClockFlag(t *testing.T) {
+	get := func(args ...string) report {
+		t.Helper()
+		var out, errs bytes.Buffer
+		args = append([]string{"-scenario", "chain", "-duration", "2", "-burst", "0.2", "-seed", "3", "-json"}, args...)
+		if code := run(args, &out, &errs); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs.String())
+		}
+		var rep report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Scenarios) != 1 {
+			t.Fatalf("json: %v", err)
+		}
+		return rep
+	}
+	per, clock := get(), get("-burst-clock", "10")
+	if per.Impairments.BurstClockMs != 0 || clock.Impairments.BurstClockMs != 10 {
+		t.Fatalf("burst clock reported %v and %v ms, want 0 and 10", per.Impairments.BurstClockMs, clock.Impairments.BurstClockMs)
+	}
+	if per.Scenarios[0].Network == clock.Scenarios[0].Network {
+		t.Fatalf("the same network on the clock as per datagram: %+v", per.Scenarios[0].Network)
+	}
+	if n := per.Scenarios[0].Network; n.Silences == 0 || n.SilentMs < 150*float64(n.Silences) || n.UpSilences != nil {
+		t.Fatalf("at 20 %% burst entry, silences %+v: want some, each 150 ms or more, none from the observer on the simulated link", n)
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"-scenario", "teleport", "-duration", "0.5", "-burst-clock", "10"}, &out, &errs); code != 0 ||
+		!strings.Contains(out.String(), "state moves every 10 ms") || !strings.Contains(out.String(), "silences of 150 ms or more") {
+		t.Fatalf("table: exit %d\n%s", code, out.String())
+	}
+}
+
 // TestFlags: every bad flag is refused before anything runs, with one line
 // and exit 2; -h exits 0.
 func TestFlags(t *testing.T) {
 	bad := [][]string{
 		{"-hz", "0"}, {"-hz", "100000"}, {"-hz", "-3"}, {"-parity", "-1"}, {"-parity", "17"}, {"-budget", "-1"}, {"-aoi", "-3"}, {"-aoi", "NaN"}, {"-datagram", "100"}, {"-datagram", "70000"}, {"-datagram", "-1"},
 		{"-loss", "1.5"}, {"-loss", "-0.1"}, {"-loss", "NaN"}, {"-dup", "2"}, {"-burst", "1.01"}, {"-corrupt", "-1"},
-		{"-delay", "-5"}, {"-jitter", "-1"}, {"-jitter", "+Inf"}, {"-burst-slot", "-1"}, {"-burst-slot", "NaN"},
+		{"-delay", "-5"}, {"-jitter", "-1"}, {"-jitter", "+Inf"}, {"-burst-slot", "-1"}, {"-burst-slot", "NaN"}, {"-burst-clock", "-1"}, {"-burst-clock", "NaN"}, {"-burst-clock", "4e6"},
 		{"-duration", "0"}, {"-duration", "-1"}, {"-duration", "NaN"},
 		{"-plot", "x.gif"}, {"-transport", "udp"}, {"-scenario", "nope"}, {"-nosuchflag"}, {"extra"},
 		{"-compare", "-1"}, {"-compare", "1001"}, {"-compare", "2", "-matrix"}, {"-compare", "2", "-transport", "quic"}, {"-compare", "2", "-plot", "x.png"},

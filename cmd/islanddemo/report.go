@@ -27,11 +27,14 @@ type impairmentReport struct {
 	// BurstSlotMs: a burst's state also moves once per this long without a
 	// datagram; 0: per datagram only.
 	BurstSlotMs float64 `json:"burst_slot_ms"`
-	Duplicate   float64 `json:"duplicate"`
-	DelayMs     float64 `json:"delay_ms"`
-	JitterMs    float64 `json:"jitter_ms"`
-	Corrupt     float64 `json:"corrupt"`
-	Adversary   bool    `json:"adversary"`
+	// BurstClockMs: a burst's state moves once per this long, whatever is
+	// sent (BurstIn is then per tick, BurstSlotMs unused); 0: per datagram.
+	BurstClockMs float64 `json:"burst_clock_ms"`
+	Duplicate    float64 `json:"duplicate"`
+	DelayMs      float64 `json:"delay_ms"`
+	JitterMs     float64 `json:"jitter_ms"`
+	Corrupt      float64 `json:"corrupt"`
+	Adversary    bool    `json:"adversary"`
 }
 
 type receiverReport struct {
@@ -125,16 +128,23 @@ type scenarioReport struct {
 	ages []float64 // the snapshot age of every render not Waiting, ms (for -compare)
 }
 
+// burstMoves says when a loss burst's state moves.
+func (im impairmentReport) burstMoves() string {
+	switch {
+	case im.BurstClockMs > 0:
+		return fmt.Sprintf("per tick: state moves every %g ms", im.BurstClockMs)
+	case im.BurstSlotMs > 0:
+		return fmt.Sprintf("state moves per datagram or %.0f ms quiet", im.BurstSlotMs)
+	}
+	return "state moves per datagram only"
+}
+
 // printTable writes the human-readable report.
 func printTable(w io.Writer, r *report) {
 	im := r.Impairments
 	fmt.Fprintf(w, "islandsync demo — seed %d, %.1f s per scenario, %d Hz broadcast, %s\n", r.Seed, r.DurationS, r.SendHz, r.Transport)
-	slot := "per datagram only"
-	if im.BurstSlotMs > 0 {
-		slot = fmt.Sprintf("or %.0f ms quiet", im.BurstSlotMs)
-	}
-	fmt.Fprintf(w, "network: loss %.0f%%, burst-in %.1f%% (state moves per datagram %s), duplicate %.0f%%, delay %.0f ms + jitter %.0f ms, corrupt %.1f%%, adversary %v\n\n",
-		im.Loss*100, im.BurstIn*100, slot, im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
+	fmt.Fprintf(w, "network: loss %.0f%%, burst-in %.1f%% (%s), duplicate %.0f%%, delay %.0f ms + jitter %.0f ms, corrupt %.1f%%, adversary %v\n\n",
+		im.Loss*100, im.BurstIn*100, im.burstMoves(), im.Duplicate*100, im.DelayMs, im.JitterMs, im.Corrupt*100, im.Adversary)
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(w, "== %s: %s — %s\n", s.Name, s.About, s.Verdict)
 		frags := ""
