@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/islandsync/islandsync/netsim"
 	"io"
 	"sort"
 	"strings"
 
 	"github.com/islandsync/islandsync/internal/quantile"
+	"github.com/islandsync/islandsync/netsim"
 )
 
 // report is the whole run, as printed by -json. Field names are stable; see
