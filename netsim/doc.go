@@ -10,11 +10,11 @@
 //
 // A Link counts what it did (LinkStats), among it its silences: stretches
 // of at least SilenceMin (150 ms) between two datagrams it kept, whether a
-// burst lost what was sent or the sender sent nothing. They tell a loss
-// burst the far end sees from one a congestion-controlled sender stretched
-// by going quiet (the demo's -compare sets them side by side). A burst's
-// length is counted in datagrams, so a sender that sends fewer of them
-// meets bursts that last longer in time.
+// burst lost what was sent or the sender sent nothing — what the far end
+// sees as nothing arriving (the demo's -compare sums them per transport).
+// Per datagram a burst's length is counted in datagrams, so a sender that
+// sends fewer of them meets bursts that last longer in time; on
+// Config.BurstClock it is counted in ticks, the same for every sender.
 //
 // Time is the caller's: Send and Deliver take now in microseconds. The same
 // seed and the same calls give the same deliveries, byte for byte. This

@@ -249,3 +249,17 @@ func TestBurstClock(t *testing.T) {
 		t.Errorf("lost %.1f %% and %.1f %%, want about 7.4 %% (0.02 / (0.02 + 0.25)) for both", 100*denseLost, 100*sparseLost)
 	}
 }
+
+// TestLinkStatsAdd: the relay's per-direction sums add every counter and
+// keep the longest silence of any session.
+func TestLinkStatsAdd(t *testing.T) {
+	a := LinkStats{Sent: 1, Lost: 2, BurstLost: 3, Duplicated: 4, Corrupted: 5, Delivered: 6, Bytes: 7, Silences: 8, SilentTime: 900, LongestSilence: 400}
+	b := LinkStats{Sent: 10, Lost: 20, BurstLost: 30, Duplicated: 40, Corrupted: 50, Delivered: 60, Bytes: 70, Silences: 1, SilentTime: 500, LongestSilence: 500}
+	want := LinkStats{Sent: 11, Lost: 22, BurstLost: 33, Duplicated: 44, Corrupted: 55, Delivered: 66, Bytes: 77, Silences: 9, SilentTime: 1400, LongestSilence: 500}
+	if got := a.add(b); got != want {
+		t.Fatalf("%+v.add(%+v) = %+v, want %+v", a, b, got, want)
+	}
+	if got := b.add(a); got != want {
+		t.Fatalf("the other way round: %+v", got)
+	}
+}
