@@ -91,14 +91,7 @@ func TestCopiesFollowParity(t *testing.T) {
 		want   bool
 	}{{"parity", 2, true}, {"no parity", -1, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			scs, err := scenario.Pick("bridge")
-			if err != nil {
-				t.Fatal(err)
-			}
-			auth, err := scenario.NewAuthority(scs, 20)
-			if err != nil {
-				t.Fatal(err)
-			}
+			auth := pickAuthority(t, "bridge")
 			bc, err := broadcast.New(broadcast.Config{SendPeriod: auth.Period(), Parity: tc.parity, FixedParity: true})
 			if err != nil {
 				t.Fatal(err)
@@ -153,14 +146,7 @@ func TestWatcherReadsCopies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real network test")
 	}
-	scs, err := scenario.Pick("config")
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := scenario.NewAuthority(scs, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	auth := pickAuthority(t, "config")
 	srv, ct := testServer(t, auth, ServerConfig{FixedRate: true})
 	imp := netsim.Config{Loss: 0.10, Delay: 5_000, Jitter: 10_000}
 	relay, err := netsim.NewRelay("127.0.0.1:0", srv.Addr().String(), imp, imp, 3)

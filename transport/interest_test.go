@@ -15,14 +15,7 @@ import (
 // camera does), it is shown the islands there and, after the server's
 // grace, none of the old ones. Never a half-frame.
 func TestAreaOfInterestOverQUIC(t *testing.T) {
-	scs, err := scenario.Pick("fiedler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := scenario.NewAuthority(scs, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	auth := pickAuthority(t, "fiedler")
 	srv, ct := testServer(t, auth, ServerConfig{})
 	first := codec.Region{X0: 0, Y0: -5, X1: 20, Y1: 10}
 	w, err := NewWatcher(WatchConfig{Addr: srv.Addr().String(), TLS: ct, Subscribe: codec.Subscribe{Regions: []codec.Region{first}}, Logger: quiet})
@@ -75,4 +68,18 @@ func TestAreaOfInterestOverQUIC(t *testing.T) {
 	if half != 0 {
 		t.Fatalf("%d half-frames", half)
 	}
+}
+
+// pickAuthority is the named scenarios' authority at 20 Hz.
+func pickAuthority(t testing.TB, names string) *scenario.Authority {
+	t.Helper()
+	scs, err := scenario.Pick(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := scenario.NewAuthority(scs, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return auth
 }
