@@ -551,8 +551,9 @@ func (u *Upstream) Commit(f *validator.Validated) {
 	o := r.islands[k.Island]
 	if o == nil || o.holder != u.holder || o.epoch != k.Epoch {
 		// The first frame of a lease that waits for one while the previous
-		// holder hands the island on: the lease goes now, and this frame a
-		// Step after it, so that observers hold the lease before its frame.
+		// holder hands the island on, or for the fence: the lease and this
+		// frame go together, at once (an observer holds a frame whose lease
+		// has not come yet: receiver.Config.MaxParked).
 		pk := parkKey{u.holder, k.Island}
 		p := r.parked[pk]
 		if p == nil || p.lease.Epoch != k.Epoch || !r.cfg.Fence.Admit(r.cfg.ShardOf(k.Island), u.holder, k.Epoch) {
@@ -579,7 +580,7 @@ func (u *Upstream) Commit(f *validator.Validated) {
 			r.stats.FencedFrames++
 			return
 		}
-		o.firstAt = r.steps + 2
+		o.firstAt = r.steps
 	}
 	if o.has && f.Time() <= o.frame.Time {
 		// Reordered on the uplink: a newer frame of this lease is held or
@@ -599,7 +600,10 @@ func (u *Upstream) Commit(f *validator.Validated) {
 	}
 	switch {
 	case o.lastOut == 0:
+		// An island's first frame under its lease — a new holder's, after
+		// a crash or on the way in — goes at once, between Steps.
 		r.firstDue = true
+		r.promptNow()
 	case r.nextDue == 0 || o.lastOut+r.every < r.nextDue:
 		r.nextDue = o.lastOut + r.every
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -632,6 +633,21 @@ func makesBeforeBreak(t *testing.T, silent bool, phase, delay int) {
 	}
 }
 
+// newHandedOut is newOneShard of "bridge" behind fn, whose observer
+// records the epoch of every frame it commits, stepped until a's frames
+// went out, and the prompt their first frames gave taken.
+func newHandedOut(t *testing.T, fn Fence) (*oneShard, *[]uint32) {
+	t.Helper()
+	var epochs []uint32
+	r := newOneShard(t, "bridge", fn, nil, receiver.Config{OnCommit: func(f *validator.Validated) { epochs = append(epochs, f.Key().Epoch) }})
+	r.untilHandedOut()
+	select {
+	case <-r.relay.Prompt():
+	default:
+	}
+	return r, &epochs
+}
+
 // TestRelayUrgentHandOver: a new holder's first state (its spawn) reaches
 // a relay whose old holder's frames went out at the last Step: the relay
 // prompts, and Urgent hands the island over at once — the new lease and
@@ -639,8 +655,8 @@ func makesBeforeBreak(t *testing.T, silent bool, phase, delay int) {
 // it out again.
 func TestRelayUrgentHandOver(t *testing.T) {
 	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
-	var epochs []uint32
-	r := newOneShard(t, "bridge", fn, nil, receiver.Config{OnCommit: func(f *validator.Validated) { epochs = append(epochs, f.Key().Epoch) }})
+	r, committed := newHandedOut(t, fn)
+	// Each island's first frame prompted; its frames after that do not.
 	r.untilHandedOut()
 	select {
 	case <-r.relay.Prompt():
@@ -659,17 +675,63 @@ func TestRelayUrgentHandOver(t *testing.T) {
 		t.Fatal("b's first state is here and the relay did not prompt")
 	}
 	steps := r.relay.steps
-	n0 := len(epochs)
+	n0 := len(*committed)
 	msgs, frames := r.relay.Urgent()
 	if r.relay.steps != steps {
 		t.Fatalf("Urgent counted %d Steps", r.relay.steps-steps)
 	}
 	r.obs.carry(r.now, msgs, frames)
-	if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) || !slices.Contains(epochs[n0:], 101) {
-		t.Fatalf("after Urgent the observer holds leases of epochs %v and committed epochs %v, want b's (101)", e, epochs[n0:])
+	if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) || !slices.Contains((*committed)[n0:], 101) {
+		t.Fatalf("after Urgent the observer holds leases of epochs %v and committed epochs %v, want b's (101)", e, (*committed)[n0:])
 	}
 	if _, frames := r.relay.Step(); slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
 		t.Fatal("the Step after Urgent handed b's first state out again")
+	}
+}
+
+// TestRelayPromptsFirstFrame: after a crash (the old holder's key gone,
+// no hand-over record), the new holder's first frame reaches the relay
+// between two Steps; the relay prompts, and the Urgent call hands it out
+// at once, with its lease.
+func TestRelayPromptsFirstFrame(t *testing.T) {
+	// The new holder's lease reaches the relay after its key reached the
+	// fence, or before (it waits, parked, until the fence admits it).
+	for _, early := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lease before the key %v", early), func(t *testing.T) { promptsFirstFrame(t, early) })
+	}
+}
+
+func promptsFirstFrame(t *testing.T, early bool) {
+	fn := fence{0: {Holder: "a", Epoch: 100}}
+	r, committed := newHandedOut(t, fn)
+	b, _ := scenario.NewShardAuthority(r.scs, 20, r.a.Time())
+	_ = b.Gain(0, 101, nil)
+	upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
+	if !early {
+		fn[0] = Holding{Holder: "b", Epoch: 101}
+	}
+	upB.carry(r.now, b.Control(), nil)
+	fn[0] = Holding{Holder: "b", Epoch: 101}
+	var first []*island.Frame
+	for first == nil {
+		r.now += 1_000_000 / scenario.StepHz
+		var msgs []codec.Message
+		msgs, first = b.Step()
+		upB.carry(r.now, msgs, first)
+	}
+	select {
+	case <-r.relay.Prompt():
+	default:
+		t.Fatal("b's first frame is here and the relay did not prompt")
+	}
+	n0 := len(*committed)
+	msgs, frames := r.relay.Urgent()
+	if !slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
+		t.Fatal("Urgent did not hand b's first frame out")
+	}
+	r.obs.carry(r.now, msgs, frames)
+	if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) || !slices.Contains((*committed)[n0:], 101) {
+		t.Fatalf("after Urgent the observer holds leases of epochs %v and committed epochs %v, want b's (101)", e, (*committed)[n0:])
 	}
 }
 
