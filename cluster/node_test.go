@@ -94,6 +94,8 @@ type observer struct {
 	lastTime  map[uint32]island.Time         // island → its newest frame's authority time
 	streak    map[uint32]int                 // island → frames committed under its newest epoch
 	pause     time.Duration                  // the longest any island went between two frames of one epoch
+	steady    []time.Duration                // while recording: every time an island went between two frames of one epoch
+	record    bool                           // record steady
 	jumps     map[uint32]float64             // island → its bodies' largest move across its last hand-off, m
 	offs      map[uint32]float64             // island → its bodies' largest distance across its last hand-off from where their last frame's velocities carry them, m
 	pos       map[island.MemberID][4]float64 // x, y, vx, vy in the last frame
@@ -204,6 +206,9 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 			if k.Epoch == o.newest[k.Island] {
 				if o.streak[k.Island]++; o.streak[k.Island] > 1 {
 					o.pause = max(o.pause, now.Sub(o.lastAt[k.Island]))
+					if o.record {
+						o.steady = append(o.steady, now.Sub(o.lastAt[k.Island]))
+					}
 				}
 			}
 			o.lastAt[k.Island], o.lastTime[k.Island] = now, f.Time()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/metrics"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -68,6 +69,7 @@ func TestClusterSoak(t *testing.T) {
 	// The default TTL: 16 watchers load a 2-core machine enough that
 	// keep-alives of 2 s leases are sometimes not confirmed in time.
 	ttl := func(c *NodeConfig) { c.TTL = DefaultTTL }
+	period := time.Second / 20 // the broadcast period at NodeConfig.Hz's default
 	a := startNode(t, p, "a", Authority, scs, ttl)
 	b := startNode(t, p, "b", Authority, scs, ttl)
 	f1 := startNode(t, p, "f1", Front, scs, ttl)
@@ -95,6 +97,7 @@ func TestClusterSoak(t *testing.T) {
 	}
 	await(t, "a and b share", heldBy(tb, shards, "a", "b"))
 	everyone("every shard from a and b")
+	var steadyMax time.Duration // the longest gap between two frames before the drain; 0 until measured
 	// gaps reports, over every watcher, how long after since each island
 	// of shards committed under its new epoch, and how long it went
 	// without frames across the hand-off.
@@ -108,6 +111,10 @@ func TestClusterSoak(t *testing.T) {
 		slices.Sort(quiet)
 		t.Logf("%s: %d island hand-offs over %d watchers, back after p50 %v, max %v; silent p50 %v, max %v",
 			what, len(back), len(obs), back[len(back)/2], back[len(back)-1], quiet[len(quiet)/2], quiet[len(quiet)-1])
+		if steadyMax > 0 {
+			t.Logf("%s: silent longer than any gap before it (%v) in %d of %d hand-offs", what, steadyMax,
+				len(quiet)-sort.Search(len(quiet), func(i int) bool { return quiet[i] > steadyMax }), len(quiet))
+		}
 		// Of the silence, what the authorities' sampling makes — the
 		// authority time between the old epoch's last frame and the new
 		// one's first — the rest being delivery on a shared machine.
@@ -223,6 +230,32 @@ func TestClusterSoak(t *testing.T) {
 		await(t, fmt.Sprintf("watcher %d: frames flow again for every island", i), flowing(o))
 	}
 	memory("before the drain")
+	// What the loaded process does to frames with no change of hands:
+	// every gap between two frames of one island and epoch, about a
+	// second's worth (20 per island) at each watcher, beside the drain's.
+	for _, o := range obs {
+		o.mu.Lock()
+		o.steady, o.record = o.steady[:0], true
+		o.mu.Unlock()
+	}
+	var steady []time.Duration
+	for i, o := range obs {
+		await(t, fmt.Sprintf("watcher %d: a second of frames", i), func() bool {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			return len(o.steady) >= 20*len(o.newest)
+		})
+	}
+	for _, o := range obs {
+		o.mu.Lock()
+		steady, o.record = append(steady, o.steady...), false
+		o.mu.Unlock()
+	}
+	slices.Sort(steady)
+	steadyMax = steady[len(steady)-1]
+	t.Logf("before the drain: %d gaps between two frames of one island at the watchers: p50 %v, p99 %v, max %v; over %v in %d",
+		len(steady), steady[len(steady)/2], steady[len(steady)*99/100], steadyMax, period+period/5,
+		len(steady)-sort.Search(len(steady), func(i int) bool { return steady[i] > period+period/5 }))
 	moveAll("drain", c, nil, "d", time.Time{})
 
 	// 6. Front loss.
