@@ -690,48 +690,53 @@ func TestRelayUrgentHandOver(t *testing.T) {
 }
 
 // TestRelayPromptsFirstFrame: after a crash (the old holder's key gone,
-// no hand-over record), the new holder's first frame reaches the relay
-// between two Steps; the relay prompts, and the Urgent call hands it out
-// at once, with its lease.
+// no hand-over record) the new holder's catch-up reaches the relay
+// between two Steps. When the fence admits its lease already, the relay
+// prompts for the islands' first states (their spawns), and the Urgent
+// call hands them out at once with the lease. When the lease came first,
+// it waits, parked, and the spawns are refused; the new holder's first
+// frame then prompts, and goes at once with the lease.
 func TestRelayPromptsFirstFrame(t *testing.T) {
-	// The new holder's lease reaches the relay after its key reached the
-	// fence, or before (it waits, parked, until the fence admits it).
-	for _, early := range []bool{false, true} {
-		t.Run(fmt.Sprintf("lease before the key %v", early), func(t *testing.T) { promptsFirstFrame(t, early) })
-	}
-}
-
-func promptsFirstFrame(t *testing.T, early bool) {
-	fn := fence{0: {Holder: "a", Epoch: 100}}
-	r, committed := newHandedOut(t, fn)
-	b, _ := scenario.NewShardAuthority(r.scs, 20, r.a.Time())
-	_ = b.Gain(0, 101, nil)
-	upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
-	if !early {
-		fn[0] = Holding{Holder: "b", Epoch: 101}
-	}
-	upB.carry(r.now, b.Control(), nil)
-	fn[0] = Holding{Holder: "b", Epoch: 101}
-	var first []*island.Frame
-	for first == nil {
-		r.now += 1_000_000 / scenario.StepHz
-		var msgs []codec.Message
-		msgs, first = b.Step()
-		upB.carry(r.now, msgs, first)
-	}
-	select {
-	case <-r.relay.Prompt():
-	default:
-		t.Fatal("b's first frame is here and the relay did not prompt")
-	}
-	n0 := len(*committed)
-	msgs, frames := r.relay.Urgent()
-	if !slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
-		t.Fatal("Urgent did not hand b's first frame out")
-	}
-	r.obs.carry(r.now, msgs, frames)
-	if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) || !slices.Contains((*committed)[n0:], 101) {
-		t.Fatalf("after Urgent the observer holds leases of epochs %v and committed epochs %v, want b's (101)", e, (*committed)[n0:])
+	for _, parked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parked=%v", parked), func(t *testing.T) {
+			fn := fence{0: {Holder: "a", Epoch: 100}}
+			r, committed := newHandedOut(t, fn)
+			b, _ := scenario.NewShardAuthority(r.scs, 20, r.a.Time())
+			_ = b.Gain(0, 101, nil)
+			upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
+			if !parked {
+				fn[0] = Holding{Holder: "b", Epoch: 101}
+			}
+			upB.carry(r.now, b.Control(), nil)
+			if parked {
+				select {
+				case <-r.relay.Prompt():
+					t.Fatal("the relay prompted for a lease the fence has not admitted")
+				default:
+				}
+				fn[0] = Holding{Holder: "b", Epoch: 101}
+				for first := []*island.Frame(nil); first == nil; {
+					r.now += 1_000_000 / scenario.StepHz
+					var msgs []codec.Message
+					msgs, first = b.Step()
+					upB.carry(r.now, msgs, first)
+				}
+			}
+			select {
+			case <-r.relay.Prompt():
+			default:
+				t.Fatal("b's first state is here and the relay did not prompt")
+			}
+			n0 := len(*committed)
+			msgs, frames := r.relay.Urgent()
+			if !slices.ContainsFunc(frames, func(f *island.Frame) bool { return f.Key.Epoch == 101 }) {
+				t.Fatal("Urgent did not hand b's first state out")
+			}
+			r.obs.carry(r.now, msgs, frames)
+			if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) || !slices.Contains((*committed)[n0:], 101) {
+				t.Fatalf("after Urgent the observer holds leases of epochs %v and committed epochs %v, want b's (101)", e, (*committed)[n0:])
+			}
+		})
 	}
 }
 
