@@ -82,8 +82,9 @@
 // jitter neither waits for the front's cadence nor loses a frame to it.
 // When an island changes hands, the old holder's last frame, the new
 // holder's lease and the new holder's first frame follow one another
-// within a period; a new holder's first state is handed over as soon as
-// it arrives, between two Steps (Relay.Urgent), unless the old holder's
+// within a period; a new holder's first state — after a drain or a crash
+// alike, with its lease when that waited — is handed over as soon as it
+// arrives, between two Steps (Relay.Urgent), unless the old holder's
 // last frame still waits to go out first, or is still to come: when the
 // new holder's first state is more than a period after the old holder's
 // newest frame here, the relay waits for the old holder's next frame (a
