@@ -40,9 +40,12 @@ import (
 // two seconds and less than a lease renewed on schedule shows (etcd's
 // client renews a third of the TTL after the last renewal, so such a lease
 // reads at least ⌊2·TTL/3⌋: a lease of 5 s is late at 1, one of 2 s at 0).
-// So the first reading of 0 comes about reapFast after the lease's last
-// second began, and the proof about reapFast after it expired (plus the
-// answers' time).
+// So the first reading of 0 comes within reapFast of the lease's last
+// second beginning (plus its answer's time). The reading that can prove
+// the expiry is requested at the first instant it can — a second after
+// that answer (nextReading), not at the next reapFast — so the proof
+// comes as long after the expiry as the first zero came after the last
+// second began, plus the answers' time.
 const (
 	reapPoll    = 50 * time.Millisecond  // between readings of a lease that is not late
 	reapFast    = 10 * time.Millisecond  // between readings of a lease that is late
@@ -128,12 +131,29 @@ func (m *Member) reap(ctx context.Context, t *Table) {
 				delete(runs, l)
 			}
 		}
-		next := reapPoll
-		if fast {
-			next = reapFast
-		}
-		wait.Reset(next)
+		wait.Reset(nextReading(time.Now(), fast, runs))
 	}
+}
+
+// nextReading returns how long the reaper waits, at now, before it reads
+// the leases again: reapFast when one is late (fast), else reapPoll — but
+// no longer than until the first instant a run of zeros can prove its
+// lease expired (a second after the run's first answer), so that the
+// proof is not a reading's spacing late.
+func nextReading(now time.Time, fast bool, runs map[clientv3.LeaseID]*zeroRun) time.Duration {
+	next := reapPoll
+	if fast {
+		next = reapFast
+	}
+	for _, z := range runs {
+		if z.since.IsZero() {
+			continue
+		}
+		if due := z.since.Add(time.Second).Sub(now); due < next {
+			next = max(due, 0)
+		}
+	}
+	return next
 }
 
 // Reaped returns how many other holders' leases the member revoked once

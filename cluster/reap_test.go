@@ -157,3 +157,27 @@ func TestReapSparesTheLiving(t *testing.T) {
 	t.Logf("%d readings; leases reaped: %d by the reaper, %d by the living holder (the rest by etcd)",
 		reaper.readings.Load(), reaper.Reaped(), alive.Reaped())
 }
+
+// TestNextReading: the reaper reads again after reapFast or reapPoll, or
+// sooner, at the first instant a run of zeros can prove its lease expired.
+func TestNextReading(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	ms := time.Millisecond
+	run := func(since time.Duration) *zeroRun { return &zeroRun{since: t0.Add(since), lastSent: t0} }
+	for _, tc := range []struct {
+		name string
+		fast bool
+		runs map[clientv3.LeaseID]*zeroRun
+		want time.Duration
+	}{
+		{"nothing late", false, nil, reapPoll},
+		{"a lease late", true, map[clientv3.LeaseID]*zeroRun{1: {}}, reapFast},
+		{"a run far from its second", true, map[clientv3.LeaseID]*zeroRun{1: run(-500 * ms)}, reapFast},
+		{"a run 4 ms from its second", true, map[clientv3.LeaseID]*zeroRun{1: run(-996 * ms), 2: run(-500 * ms)}, 4 * ms},
+		{"a run past its second", true, map[clientv3.LeaseID]*zeroRun{1: run(-1100 * ms)}, 0},
+	} {
+		if got := nextReading(t0, tc.fast, tc.runs); got != tc.want {
+			t.Errorf("%s: next reading in %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
