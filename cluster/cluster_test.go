@@ -476,8 +476,17 @@ func TestDrain(t *testing.T) {
 
 // TestDrainMakeBeforeBreak: a draining authority keeps each shard until
 // its next holder has claimed it — etcd shows the claim when Lose comes —
-// and the drain ends well within the TTL.
+// and the drain ends well within the TTL: whether it leaves and Serve
+// releases each shard, or it releases them all as it leaves
+// (LeaveAndRelease), or tries to with a table that is behind (only the
+// registration goes; Serve releases them).
 func TestDrainMakeBeforeBreak(t *testing.T) {
+	for _, how := range []string{"leave", "leave and release", "leave and release, table behind"} {
+		t.Run(how, func(t *testing.T) { drainMakesBeforeBreak(t, how) })
+	}
+}
+
+func drainMakesBeforeBreak(t *testing.T, how string) {
 	p, cli := world(t)
 	shards := span(8)
 	tb := watchTable(t, cli, p)
@@ -515,9 +524,28 @@ func TestDrainMakeBeforeBreak(t *testing.T) {
 		return true
 	})
 	n := len(tb.Held("a"))
+	until(t, tba, "a's own table shows its share", func() bool { return len(tba.Held("a")) == n })
 	began := time.Now()
-	if err := ma.Leave(context.Background()); err != nil {
-		t.Fatal(err)
+	switch how {
+	case "leave":
+		if err := ma.Leave(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	case "leave and release":
+		if got, err := ma.LeaveAndRelease(context.Background(), tba); got != n || err != nil {
+			t.Fatalf("LeaveAndRelease released %d shards (%v), want %d", got, err, n)
+		}
+	default:
+		// A table that shows a's shards at epochs etcd no longer has.
+		behind := &Table{shards: map[uint32]Holding{}}
+		for _, s := range tb.Held("a") {
+			h, _ := tb.Shard(s)
+			h.Epoch--
+			behind.shards[s] = h
+		}
+		if got, err := ma.LeaveAndRelease(context.Background(), behind); got != 0 || err != nil {
+			t.Fatalf("LeaveAndRelease released %d shards (%v) by a table behind etcd", got, err)
+		}
 	}
 	if err := <-done; !errors.Is(err, ErrDrained) {
 		t.Fatalf("Serve ended with %v, want ErrDrained", err)
@@ -535,6 +563,22 @@ func TestDrainMakeBeforeBreak(t *testing.T) {
 	}
 	if took >= ma.HandOffWait() {
 		t.Errorf("the drain took %v, past the hand-off wait %v: the claims were not seen", took, ma.HandOffWait())
+	}
+}
+
+// TestHandedOff: a shard counts as released by its holder only at the
+// exact epoch of the hand-off record that stands.
+func TestHandedOff(t *testing.T) {
+	tb := &Table{handing: map[uint32]Holding{3: {Holder: "a", Epoch: 5}}}
+	for _, tc := range []struct {
+		shard  uint32
+		holder string
+		epoch  uint32
+		want   bool
+	}{{3, "a", 5, true}, {3, "a", 6, false}, {3, "a", 4, false}, {3, "b", 5, false}, {4, "a", 5, false}} {
+		if got := tb.handedOff(tc.shard, tc.holder, tc.epoch); got != tc.want {
+			t.Errorf("handedOff(%d, %s, %d) = %v, want %v", tc.shard, tc.holder, tc.epoch, got, tc.want)
+		}
 	}
 }
 

@@ -39,10 +39,13 @@
 //     shard — when etcd refuses its keep-alive or none was confirmed for a
 //     TTL counted from when the last confirmed one was sent, so it stops
 //     before etcd can have given its shards to anyone else.
-//   - Drain: Leave deletes the member's registration; Serve then hands
-//     every shard on without waiting for a TTL, make before break: it
-//     releases the shard, recording the hand-off (P handoff/<n>), and calls
-//     Hooks.Lose only once the next holder has claimed it. Meanwhile fronts
+//   - Drain: LeaveAndRelease deletes the member's registration and, in
+//     the same transaction, releases every shard it holds, recording each
+//     hand-off (P handoff/<n>) — or Leave deletes the registration alone
+//     and Serve releases each shard once the table shows the member left.
+//     Either way the shards move without waiting for a TTL, make before
+//     break: Serve calls Hooks.Lose for a released shard only once the
+//     next holder has claimed it. Meanwhile fronts
 //     keep relaying the frames of the leases they forwarded from it
 //     (Table.Handing) and hold the next holder's admitted lease back until
 //     its first frame is there (at most four broadcast periods), and

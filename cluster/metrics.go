@@ -33,7 +33,7 @@ func newNodeMetrics(reg prometheus.Registerer, role Role) *nodeMetrics {
 		m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "islandsync", Subsystem: "cluster",
 			Name: "shard_changes_total", Help: "Shards this authority gained or lost."}, []string{"change"})
 		m.etcd = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "islandsync", Subsystem: "cluster",
-			Name: "etcd_call_seconds", Help: "This authority's etcd transactions for shards and its leave, from request to answer: call claim, release or leave.",
+			Name: "etcd_call_seconds", Help: "This authority's etcd transactions for shards and its leave, from request to answer: call claim, release or leave (a drain's leave carries its releases).",
 			Buckets: latencyBuckets}, []string{"call"})
 		m.gain = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "islandsync", Subsystem: "cluster",
 			Name: "gain_seconds", Help: "For each shard this authority gained: from etcd's answer to its claim to its islands announced (its world built and caught up).",

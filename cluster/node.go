@@ -599,7 +599,7 @@ func RunAuthority(ctx context.Context, cfg NodeConfig) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.TTL())
 	defer cancel()
 	left := time.Now()
-	if err := m.Leave(dctx); err != nil {
+	if _, err := m.LeaveAndRelease(dctx, tb); err != nil {
 		return err
 	}
 	met.etcdCall("leave", time.Since(left))

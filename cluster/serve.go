@@ -133,6 +133,13 @@ func (m *Member) Serve(ctx context.Context, t *Table, shards []uint32, h Hooks) 
 			}
 			ep, mine := held[s]
 			switch {
+			case mine && t.Rev() >= int64(ep) && !taken && t.handedOff(s, m.cfg.Name, ep) && Owner(s, others) != "":
+				// Released with the member's registration
+				// (LeaveAndRelease): step it until the next holder claims
+				// it, as after a release of Serve's own.
+				delete(held, s)
+				handing[s] = handOver{epoch: ep, until: now.Add(m.HandOffWait())}
+				soonest(handing[s].until)
 			case mine && t.Rev() >= int64(ep) && (!taken || cur.Epoch != ep):
 				// The key expired or was deleted behind our back: stop. (A
 				// table that has not yet seen the claim, at revision ep,

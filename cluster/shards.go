@@ -91,3 +91,48 @@ func (m *Member) Leave(ctx context.Context) error {
 	_, err := m.cli.Delete(ctx, memberKey(m.cfg.Prefix, m.cfg.Role, m.cfg.Name))
 	return err
 }
+
+// maxLeaveShards caps the shards LeaveAndRelease releases in its one
+// transaction: each takes two operations, and etcd's default cap is 128.
+const maxLeaveShards = 60
+
+// LeaveAndRelease is Leave and, in the same transaction, the Release of
+// every shard t shows the member holding under its lease, each compared
+// at its epoch: a drain then waits for one round trip to etcd before the
+// next holders may claim, not a leave, a watch and a release after it.
+// Serve takes a shard whose key went while the member's hand-off record
+// for it stands as released (it keeps stepping it until the next holder
+// claims it). When the member holds none, more than maxLeaveShards, or the
+// table was behind (a compare failed), only the registration goes, and
+// Serve releases each shard itself once the table shows it left. It
+// reports how many shards it released.
+func (m *Member) LeaveAndRelease(ctx context.Context, t *Table) (int, error) {
+	var held []uint32
+	for _, s := range t.Held(m.cfg.Name) {
+		if h, ok := t.Shard(s); ok && h.Lease == m.lease {
+			held = append(held, s)
+		}
+	}
+	if len(held) == 0 || len(held) > maxLeaveShards {
+		return 0, m.Leave(ctx)
+	}
+	key := memberKey(m.cfg.Prefix, m.cfg.Role, m.cfg.Name)
+	var cmps []clientv3.Cmp
+	ops := []clientv3.Op{clientv3.OpDelete(key)}
+	for _, s := range held {
+		h, _ := t.Shard(s)
+		sk := shardKey(m.cfg.Prefix, s)
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(sk), "=", int64(h.Epoch)),
+			clientv3.Compare(clientv3.LeaseValue(sk), "=", m.lease))
+		ops = append(ops, clientv3.OpDelete(sk),
+			clientv3.OpPut(handOffKey(m.cfg.Prefix, s), handOffValue(m.cfg.Name, h.Epoch), clientv3.WithLease(m.lease)))
+	}
+	r, err := m.cli.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		return 0, err
+	}
+	if !r.Succeeded {
+		return 0, nil
+	}
+	return len(held), nil
+}

@@ -175,8 +175,11 @@ func TestClusterSoak(t *testing.T) {
 		took := fmt.Sprintf("%s's claims %v, its gains %v from claim to announced (each on average)",
 			heir, mean(claimSum, claimSum0, claims, claims0), mean(gainSum, gainSum0, gains, gains0))
 		if cause == nil {
-			took = fmt.Sprintf("%s's leave took %v, its releases %v; %s", n.name, secs(leaveSum),
-				mean(releaseSum, releaseSum0, releases, releases0), took)
+			rel := "its releases went with it"
+			if releases > releases0 {
+				rel = fmt.Sprintf("its releases %v", mean(releaseSum, releaseSum0, releases, releases0))
+			}
+			took = fmt.Sprintf("%s's leave took %v, %s; %s", n.name, secs(leaveSum), rel, took)
 		}
 		t.Logf("%s: %s", what, took)
 		if expiry.IsZero() {

@@ -236,6 +236,15 @@ func (t *Table) Handing(n uint32, holder string, epoch uint32) bool {
 	return ok && h.Holder == holder && epoch >= h.Epoch
 }
 
+// handedOff reports whether the member named holder released shard n at
+// exactly epoch and its hand-off record still stands.
+func (t *Table) handedOff(n uint32, holder string, epoch uint32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.handing[n]
+	return ok && h.Holder == holder && h.Epoch == epoch
+}
+
 // Busy reports whether the member named name holds a shard or hands one
 // on (it released it and steps it until its next holder's frames show):
 // a front keeps its link to such an authority even after its
