@@ -37,9 +37,12 @@
 //     ones committed and let go ("wire:park-dropped"), and how long the
 //     committed ones waited (ParkedWait); the stages count a
 //     held datagram's records again each time it is received (a frame it
-//     committed the first time then counts as a store duplicate). Fragments of frames
-//     cut into several datagrams are not held: a frame that arrives before
-//     its control is rejected (counted) and a keyframe asked for.
+//     committed the first time then counts as a store duplicate). A frame
+//     cut into several datagrams is held the same way once reassembled —
+//     its restored members, up to as many frames again, counted apart
+//     (FramesParked, "wire:frame-park-dropped") — and a keyframe is asked
+//     for meanwhile: a hand-over's first frame of a big island comes in
+//     the same broadcast as the new Lease, and its datagrams often first.
 //   - The playout clock follows the authority's timeline (Welcome), not an
 //     island's ownership epoch: a hand-off of one island does not restart
 //     the others' playout. Every Welcome resets every stage through one

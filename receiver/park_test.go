@@ -3,7 +3,10 @@ package receiver
 import (
 	"testing"
 
+	"github.com/islandsync/islandsync/broadcast"
+	"github.com/islandsync/islandsync/codec"
 	"github.com/islandsync/islandsync/scenario"
+	"github.com/islandsync/islandsync/validator"
 )
 
 // lateControl runs scenes on wire 3 with the control stream one step behind
@@ -13,7 +16,13 @@ import (
 // sent and the receiver's stats.
 func lateControl(t *testing.T, scenes string, steps int, cfg Config) (sent uint64, st Stats) {
 	t.Helper()
-	l := newLoop(t, scenes, 3)
+	return lateControlConfig(t, scenes, steps, cfg, broadcast.Config{Wire: 3})
+}
+
+// lateControlConfig is lateControl with the broadcaster's configuration.
+func lateControlConfig(t *testing.T, scenes string, steps int, cfg Config, bcfg broadcast.Config) (sent uint64, st Stats) {
+	t.Helper()
+	l := newLoopConfig(t, scenes, bcfg)
 	l.rx, _ = New(cfg)
 	for range steps {
 		l.now += 1_000_000 / scenario.StepHz
@@ -62,6 +71,29 @@ func TestHeldUntilControl(t *testing.T) {
 		st.FramesCommitted, sent, st.Wire.Parked, off.FramesCommitted)
 }
 
+// TestHeldUntilControlReassembled: on 576-byte datagrams every frame of
+// the hand-off's chain is cut into several; those that arrive before the
+// control they need — the first frames, and the first under the new
+// epoch, before the new Lease — are held once reassembled and commit when
+// it comes: every frame sent commits. Without the hold they are lost.
+func TestHeldUntilControlReassembled(t *testing.T) {
+	const scenes, steps = "handoff", 240 // 4 s, past the hand-off at 2.5 s
+	bcfg := broadcast.Config{Wire: 3, Codec: smallDatagrams}
+	sent, st := lateControlConfig(t, scenes, steps, Config{}, bcfg)
+	if st.FramesCommitted != sent || st.Wire.FramesParked == 0 || st.Wire.FramesUnparked != st.Wire.FramesParked || st.Wire.FramesParkDropped != 0 {
+		t.Fatalf("with the hold: %d of %d frames committed; wire %+v", st.FramesCommitted, sent, st.Wire)
+	}
+	if st.Validator.Count(validator.FutureEpoch) == 0 {
+		t.Fatal("no frame came before its epoch's Lease: the hand-off was not exercised")
+	}
+	sentOff, off := lateControlConfig(t, scenes, steps, Config{MaxParked: -1}, bcfg)
+	if sentOff != sent || off.FramesCommitted >= sent || off.Wire.FramesParked != 0 {
+		t.Fatalf("without the hold: %d of %d frames committed; wire %+v", off.FramesCommitted, sent, off.Wire)
+	}
+	t.Logf("control a step late, frames in fragments: %d of %d frames committed with the hold (%d frames held), %d without",
+		st.FramesCommitted, sent, st.Wire.FramesParked, off.FramesCommitted)
+}
+
 // TestHoldIsBounded: a held datagram goes once it was held ParkFor, and
 // the oldest goes when MaxParked are held; neither commits when its control
 // comes later.
@@ -106,6 +138,72 @@ func TestHoldIsBounded(t *testing.T) {
 			})
 			if dropped != tc.dropped {
 				t.Fatalf("wire:park-dropped %d, want %d", dropped, tc.dropped)
+			}
+		})
+	}
+}
+
+// TestFrameHoldIsBounded: a reassembled frame held for its control goes
+// once it was held ParkFor, and the oldest go when MaxParked are held;
+// neither commits when its control comes later.
+func TestFrameHoldIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		wait int64 // µs between the datagrams and their control
+		kept uint64
+	}{
+		{"expired", Config{ParkFor: 100_000}, 200_000, 0},
+		{"capped", Config{MaxParked: 1}, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLoopConfig(t, "chain", broadcast.Config{Wire: 3, Codec: smallDatagrams})
+			l.rx, _ = New(tc.cfg)
+			var held [][]byte
+			var leases []byte
+			for broadcasts := 0; broadcasts < 4; { // four frames' datagrams, their Lease held back
+				l.broadcast()
+				rest := l.ctl
+				for len(rest) > 0 {
+					m, n, err := codec.ParseControl(rest, &l.lim)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, ok := m.(codec.Lease); ok {
+						leases = append(leases, rest[:n]...)
+					} else if _, err := l.rx.ControlBytes(l.now, rest[:n]); err != nil {
+						t.Fatal(err)
+					}
+					rest = rest[n:]
+				}
+				for _, d := range l.dgs {
+					held = append(held, append([]byte(nil), d.Bytes...))
+				}
+				if len(l.dgs) > 0 {
+					broadcasts++
+				}
+			}
+			for _, d := range held {
+				l.rx.Datagram(l.now, d)
+			}
+			l.now += tc.wait
+			l.ctl = leases
+			l.control()
+			l.rx.Render(l.now)
+			st := l.rx.Stats()
+			w := st.Wire
+			if w.FramesParked < 2 || w.FramesUnparked != tc.kept || w.FramesParkDropped != w.FramesParked-tc.kept ||
+				st.FramesCommitted != tc.kept+w.Unparked {
+				t.Fatalf("%d committed; wire %+v", st.FramesCommitted, w)
+			}
+			var dropped uint64
+			st.Rejects(func(r string, n uint64) {
+				if r == "wire:frame-park-dropped" {
+					dropped = n
+				}
+			})
+			if dropped != w.FramesParkDropped {
+				t.Fatalf("wire:frame-park-dropped %d, want %d", dropped, w.FramesParkDropped)
 			}
 		})
 	}

@@ -58,9 +58,12 @@ type Config struct {
 	// them waits for a control message still on its way — its lease,
 	// manifest, members' announcement or Physics (over QUIC a datagram can
 	// overtake the control stream); they are received again once control
-	// changed. Zero means DefaultMaxParked; negative, none is held. Each
-	// is at most the decoder's datagram cap (Codec.MaxDatagram, or the
-	// larger one a Welcome announces, never above 65 507 bytes).
+	// changed. It caps as many frames reassembled from several datagrams,
+	// held for the same reason, apart. Zero means DefaultMaxParked;
+	// negative, none is held. Each datagram is at most the decoder's
+	// datagram cap (Codec.MaxDatagram, or the larger one a Welcome
+	// announces, never above 65 507 bytes); each frame at most the
+	// assembler's cap on members (Assembler.MaxMembers).
 	MaxParked int
 	// ParkFor is how long a datagram is held at most, µs of the caller's
 	// clock (zero or negative: DefaultParkFor).
@@ -586,7 +589,7 @@ func (r *Receiver) forget(id uint32) {
 func (r *Receiver) Datagram(now int64, b []byte) {
 	r.stats.Datagrams++
 	r.stats.BytesReceived += uint64(len(b))
-	if len(r.lot.held) > 0 {
+	if r.lot.waiting() {
 		r.unpark(now)
 	}
 	if v, err := codec.DatagramVersion(b); err == nil && v == codec.VersionV3 {
@@ -635,7 +638,7 @@ func (r *Receiver) Confirm(b []byte) {
 // anchored. The views and their poses are the receiver's: valid until the
 // next Render. Render also expires incomplete frames whose TTL has passed.
 func (r *Receiver) Render(now int64) []IslandView {
-	if len(r.lot.held) > 0 {
+	if r.lot.waiting() {
 		r.unpark(now) // before the clock moves: held frames that now commit are shown
 	}
 	r.asm.Expire(now)

@@ -145,6 +145,7 @@ func (s *Stats) Rejects(fn func(reason string, n uint64)) {
 	emit("wire:unverified", s.Wire.Unverified)
 	emit("wire:unknown-island", s.Wire.Unknown)
 	emit("wire:park-dropped", s.Wire.ParkDropped)
+	emit("wire:frame-park-dropped", s.Wire.FramesParkDropped)
 	emit("control:no-welcome", s.Control.NoWelcome)
 	emit("control:wrong-direction", s.Control.Direction)
 	emit("control:refused", s.Control.Refused)

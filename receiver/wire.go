@@ -69,9 +69,13 @@ type WireStats struct {
 	// those let go — held past ParkFor, pushed out by MaxParked, or
 	// failing for another reason when received again.
 	Parked, Unparked, ParkDropped uint64
-	// ParkedWait is how long the datagrams confirmed when received again
-	// had been held, summed, µs of the caller's clock: the time frames
-	// waited for control that was on its way.
+	// The same for frames reassembled from several datagrams: held, then
+	// committed when validated again, or let go.
+	FramesParked, FramesUnparked, FramesParkDropped uint64
+	// ParkedWait is how long the datagrams confirmed and the frames
+	// committed when received again had been held, summed, µs of the
+	// caller's clock: the time frames waited for control that was on its
+	// way.
 	ParkedWait uint64
 }
 
@@ -466,6 +470,9 @@ func (r *Receiver) pushFragment(now int64, s *islandBases, rec *codec.Record, in
 	reason, vf := r.val.Validate(f)
 	ok := r.commit(now, reason, vf)
 	r.ents = f.Entries(r.ents[:0])
+	if waitsForControl(reason) {
+		r.holdFrame(now, &info, rec.Flags, r.ents)
+	}
 	r.baselineOrRefuse(ok, s, &info, r.ents)
 }
 
