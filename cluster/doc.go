@@ -89,13 +89,19 @@
 // alike, with its lease when that waited — is handed over as soon as it
 // arrives, between two Steps (Relay.Urgent), unless the old holder's
 // last frame still waits to go out first, or is still to come: when the
-// new holder's first state is more than a period after the old holder's
-// newest frame here, the relay waits for the old holder's next frame (a
-// period at most), so that the island's authority time moves on by no
-// more than a period across the hand-over. Ahead of the new lease the
+// new holder's newest frame is more than a period after the old holder's
+// newest frame here, the relay hands out the old holder's next frames as
+// they come, off the cadence, and waits until one is within a period of
+// the new holder's (four periods at most, while the old holder still
+// hands the island on: a loaded machine delays one authority's frames
+// more than another's), so that the island's authority time moves on by
+// no more than a period across the hand-over. Ahead of the new lease the
 // relay sends the old holder's last frame again, as a codec.Final on the
-// control stream: an observer refuses an older epoch's frame once it
-// holds the new lease, and the frame's datagram may arrive after it.
+// control stream, when it went out within the last period or the old
+// holder still hands the island on: an observer refuses an older epoch's
+// frame once it holds the new lease, and the frame's datagram may arrive
+// after it. (An observer holds a frame of the new epoch that comes before
+// the lease, even one cut into several datagrams: receiver.Config.MaxParked.)
 // An island of another holder whose bodies a forwarded manifest claims
 // (one the new holder did not restate, nor has a lease of waiting at the
 // front) is forgotten at once, as of its last frame or the

@@ -113,9 +113,8 @@ type parked struct {
 	members []island.Member // first's members
 	ready   bool
 	// behind counts the Steps first has waited for the previous holder's
-	// next frame: first is more than a period after the previous holder's
-	// newest frame here, so handing over now would leave observers
-	// without a sample of the island between them (unpark).
+	// frames to reach a period before it: handing over sooner would leave
+	// observers without a sample of the island between the two (unpark).
 	behind int64
 }
 
@@ -128,7 +127,8 @@ const (
 
 // handOverPeriods bounds, in broadcast periods, how long an admitted lease
 // waits for its holder's first frame while the previous holder hands the
-// island on.
+// island on, and then how long it waits for the previous holder's frames
+// to come within a period of its holder's.
 const handOverPeriods = 4
 
 // A Relay is a front's source: it takes the control streams and committed
@@ -143,9 +143,10 @@ const handOverPeriods = 4
 // frame to it. A hand-over keeps the same bound: the old holder's last
 // frame, the new holder's lease and that holder's first frame follow one
 // another within a period, and their authority times are no more than a
-// period apart while the old holder's frames keep coming (the relay waits
-// a period at most for the one due); the old holder's last frame goes
-// again, as a Final, just before the new lease. The lease goes in the
+// period apart while the old holder's frames keep coming (the relay hands
+// them out as they come and waits handOverPeriods at most for one within
+// a period of the new holder's); the old holder's last frame goes again,
+// as a Final, just before the new lease. The lease goes in the
 // same Step as the frame it admits: control and datagrams travel apart,
 // and an observer holds a datagram that came before the lease it needs
 // until the lease arrives (receiver.Config.MaxParked), so the frame waits
@@ -460,21 +461,34 @@ func (r *Relay) unpark(count bool) {
 			if p.ready {
 				if o := r.islands[k.island]; o != nil && r.handingOver(k.holder, p.lease) {
 					switch {
+					case p.first.Time-o.frame.Time > island.Time(r.cfg.Period) && p.behind < handOverPeriods*r.every:
+						// The previous holder's newest frame here is more
+						// than a period before the new holder's: its next
+						// frames go first, off the cadence as they come,
+						// until one is within a period of the new
+						// holder's newest, and the island skips no sample
+						// (a loaded machine delays one holder's frames
+						// more than the other's). They are waited for
+						// handOverPeriods at most, while that holder still
+						// steps the island on.
+						if count {
+							p.behind++
+						}
+						if o.fresh {
+							o.handNow, r.firstDue = true, true
+						}
+						if p.behind < handOverPeriods*r.every {
+							o.awaited = true
+							continue
+						}
+						if o.fresh {
+							r.handAfter = append(r.handAfter, k)
+							continue
+						}
 					case o.fresh:
 						o.handNow, r.firstDue = true, true
 						r.handAfter = append(r.handAfter, k)
 						continue
-					case p.first.Time-o.frame.Time > island.Time(r.cfg.Period) && p.behind < r.every:
-						// The previous holder's next frame is due: it
-						// goes first, and the island skips no sample. It
-						// is waited for a period at most.
-						if count {
-							p.behind++
-						}
-						if p.behind < r.every {
-							o.awaited = true
-							continue
-						}
 					}
 				}
 				r.hand(k, p, r.steps)
@@ -497,13 +511,17 @@ func (r *Relay) unpark(count bool) {
 }
 
 // final forwards, ahead of lease l of holder's, a Final of the frame the
-// island's previous holder had handed out last, when that holder still
-// hands the island on: observers may receive that frame's datagram after
-// the lease, and refuse it then; the Final, on the reliable stream, comes
-// before. mu held.
+// island's previous holder had handed out last, when it went out within
+// the last broadcast period, or that holder still hands the island on:
+// observers may receive that frame's datagram after the lease, and refuse
+// it then; the Final, on the reliable stream, comes before. (The previous
+// holder may stop handing the island on between its last frame and the
+// lease: it stops once its standby, an observer of some front, saw the
+// next holder's frames.) mu held.
 func (r *Relay) final(holder string, l codec.Lease) {
 	o := r.islands[l.Island]
-	if o == nil || len(o.sent) == 0 || !r.handingOver(holder, l) {
+	if o == nil || len(o.sent) == 0 || o.holder == holder && o.epoch == l.Epoch ||
+		!(o.lastOut != 0 && r.steps-o.lastOut <= r.every || r.handingOver(holder, l)) {
 		return
 	}
 	if r.forward(codec.Final{Island: l.Island, Time: o.sentTime, Segment: o.sentSeg, Members: slices.Clone(o.sent)}) {

@@ -740,26 +740,41 @@ func TestRelayPromptsFirstFrame(t *testing.T) {
 	}
 }
 
+// epochCommit is a frame an observer committed: its epoch and authority
+// time.
+type epochCommit struct {
+	epoch uint32
+	t     island.Time
+}
+
+// handingBridge is a bridge shard held by a at epoch 100, behind a fence
+// that also says who hands a shard on, its first frame handed out to an
+// observer whose commits go to commits.
+func handingBridge(t *testing.T, commits *[]epochCommit) (*oneShard, handingFence) {
+	t.Helper()
+	fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
+	r := newOneShard(t, "bridge", fn, nil, receiver.Config{OnCommit: func(f *validator.Validated) {
+		*commits = append(*commits, epochCommit{f.Key().Epoch, f.Time()})
+	}})
+	r.untilHandedOut()
+	return r, fn
+}
+
 // TestRelayHandOverSkipsNoSample: b's first state reaches the relay two
 // periods after the newest frame of a's it holds, a's frame between them
-// still on its way. The relay waits for that frame (a period at most),
-// hands it out, and sends it again as a Final ahead of b's lease, so an
-// observer that never gets its datagram still commits it before b's
-// first state: the island's authority time moves on by one period across
-// the hand-over, as it does between any two frames. When a's frame does
-// not come, b's lease goes a period later all the same.
+// still on its way. The relay waits for that frame (handOverPeriods at
+// most, while a hands the island on), hands it out, and sends it again as
+// a Final ahead of b's lease, so an observer that never gets its datagram
+// still commits it before b's first state: the island's authority time
+// moves on by one period across the hand-over, as it does between any two
+// frames. So it does when a's frame comes a period late (a loaded machine
+// delays one authority's frames more than the other's). When a's frame
+// does not come, b's lease goes handOverPeriods later all the same.
 func TestRelayHandOverSkipsNoSample(t *testing.T) {
-	for _, comes := range []bool{true, false} {
-		fn := handingFence{fence: fence{0: {Holder: "a", Epoch: 100}}, handing: map[uint32]Holding{}}
-		type commit struct {
-			epoch uint32
-			t     island.Time
-		}
-		var commits []commit
-		r := newOneShard(t, "bridge", fn, nil, receiver.Config{OnCommit: func(f *validator.Validated) {
-			commits = append(commits, commit{f.Key().Epoch, f.Time()})
-		}})
-		r.untilHandedOut()
+	for _, how := range []string{"at once", "a period late", "never"} {
+		comes := how != "never"
+		var commits []epochCommit
+		r, fn := handingBridge(t, &commits)
 		// a's next frame is sampled and stays on its way.
 		var heldMsgs []codec.Message
 		var heldFrames []*island.Frame
@@ -792,6 +807,15 @@ func TestRelayHandOverSkipsNoSample(t *testing.T) {
 			t.Fatalf("a's frame of %d µs on its way, b's first state there: the observer holds leases of epochs %v, want a's (100) until that frame", next, e)
 		}
 		period := island.Time(r.a.Period())
+		if how == "a period late" {
+			for range r.relay.every {
+				m, f := r.relay.Step()
+				r.obs.carry(r.now, m, f)
+			}
+			if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{100}) {
+				t.Fatalf("%s: a period on, a's frame still on its way: the observer holds leases of epochs %v, want a's (100)", how, e)
+			}
+		}
 		if comes {
 			r.up.carry(r.now, heldMsgs, heldFrames)
 			select {
@@ -812,13 +836,13 @@ func TestRelayHandOverSkipsNoSample(t *testing.T) {
 			}
 			r.obs.carry(r.now, m, f)
 		} else {
-			for range r.relay.every {
+			for range handOverPeriods * r.relay.every {
 				m, f := r.relay.Step()
 				r.obs.carry(r.now, m, f)
 			}
 		}
 		if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) {
-			t.Fatalf("comes %v: after the hand-over the observer holds leases of epochs %v, want b's (101)", comes, e)
+			t.Fatalf("%s: after the hand-over the observer holds leases of epochs %v, want b's (101)", how, e)
 		}
 		var last, first island.Time
 		for _, c := range commits {
@@ -834,9 +858,114 @@ func TestRelayHandOverSkipsNoSample(t *testing.T) {
 			want = 2 * period
 		}
 		if first-last != want {
-			t.Fatalf("comes %v: authority time from a's last frame (%d µs) to b's first (%d µs) %d µs, want %d", comes, last, first, first-last, want)
+			t.Fatalf("%s: authority time from a's last frame (%d µs) to b's first (%d µs) %d µs, want %d", how, last, first, first-last, want)
 		}
 	}
+}
+
+// TestRelayHandOverOldFramesFirst: a's next two frames reach the relay
+// after b's first state, which is a period after the second. The first,
+// two periods before b's state, goes out at once, off the cadence, while
+// b's lease waits on; the second then goes, and b's lease with its first
+// state a Step later: the observer commits both of a's frames, then b's
+// state a period after the second. When a stops handing the island on
+// after its first frame went out (its standby saw b's frames through
+// another front), b's lease goes at the next Step, and when that frame's
+// datagram is lost, the Final ahead of the lease brings it.
+func TestRelayHandOverOldFramesFirst(t *testing.T) {
+	for _, stops := range []bool{false, true} {
+		oldFramesFirst(t, stops)
+	}
+}
+
+func oldFramesFirst(t *testing.T, stops bool) {
+	var commits []epochCommit
+	r, fn := handingBridge(t, &commits)
+	// a's next two frames are sampled and stay on their way.
+	var heldMsgs [][]codec.Message
+	var heldFrames [][]*island.Frame
+	var msgs []codec.Message
+	for len(heldFrames) < 2 {
+		r.now += 1_000_000 / scenario.StepHz
+		m, frames := r.a.Step()
+		msgs = append(msgs, m...)
+		if len(frames) > 0 { // copies: the authority reuses its frames' storage
+			var fs []*island.Frame
+			for _, f := range frames {
+				c := *f
+				c.Members = slices.Clone(f.Members)
+				fs = append(fs, &c)
+			}
+			heldMsgs, heldFrames = append(heldMsgs, msgs), append(heldFrames, fs)
+			msgs = nil
+		}
+		m, f := r.relay.Step()
+		r.obs.carry(r.now, m, f)
+	}
+	next, next2 := heldFrames[0][0].Time, heldFrames[1][0].Time
+	// b claims the shard; its first state is a period after a's second.
+	fn.handing[0] = Holding{Holder: "a", Epoch: 100}
+	fn.fence[0] = Holding{Holder: "b", Epoch: 101}
+	b, _ := scenario.NewShardAuthority(r.scs, 20, next2+1)
+	_ = b.Gain(0, 101, nil)
+	upB := newLink(t, 2, b.Period(), r.relay.Upstream("b").Hooks(receiver.Config{}))
+	upB.carry(r.now, b.Control(), nil)
+	urgent := func(what string) {
+		t.Helper()
+		select {
+		case <-r.relay.Prompt():
+		default:
+			t.Fatalf("%s: the relay did not prompt", what)
+		}
+		m, f := r.relay.Urgent()
+		r.obs.carry(r.now, m, f)
+	}
+	urgent("b's first state")
+	lastOf := func(epoch uint32) (t island.Time) {
+		for _, c := range commits {
+			if c.epoch == epoch {
+				t = c.t
+			}
+		}
+		return t
+	}
+	r.up.carry(r.now, heldMsgs[0], heldFrames[0])
+	r.obs.lose = stops
+	urgent("a's first frame on its way")
+	if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{100}) || lastOf(100) != next && !stops {
+		t.Fatalf("a's frame of %d µs came, two periods before b's first state: the observer holds leases of epochs %v and a's frames up to %d µs, want a's lease (100) and that frame",
+			next, e, lastOf(100))
+	}
+	last := next2
+	if stops {
+		delete(fn.handing, 0)
+		last = next
+	} else {
+		r.up.carry(r.now, heldMsgs[1], heldFrames[1])
+		urgent("a's second frame")
+	}
+	m, f := r.relay.Step()
+	r.obs.carry(r.now, m, f)
+	if e := leaseEpochs(r.obs.rx); !slices.Equal(e, []uint32{101}) {
+		t.Fatalf("stops %v: after the hand-over the observer holds leases of epochs %v, want b's (101)", stops, e)
+	}
+	var first island.Time
+	for _, c := range commits {
+		if c.epoch == 101 {
+			first = c.t
+			break
+		}
+	}
+	if got := lastOf(100); got != last || first-last != island.Time(b.Period()*(1+boolInt(stops))) {
+		t.Fatalf("stops %v: a's last frame committed at %d µs (want %d), b's first at %d µs", stops, got, last, first)
+	}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestRelayCountsFinalsSent: a Final the relay's cap on control waiting
