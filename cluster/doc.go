@@ -50,7 +50,8 @@
 //     (Table.Handing) and hold the next holder's admitted lease back until
 //     its first frame is there (at most four broadcast periods), and
 //     RunAuthority keeps stepping the shard until its standby sees the next
-//     holder's frames, so the islands never stop while they change hands.
+//     holder's frames of every island of it (a front hands each island over
+//     on its own), so the islands never stop while they change hands.
 //     Fronts keep their link to an authority whose registration went for
 //     as long as it holds or hands on a shard (Table.Busy), or its islands
 //     would go without frames from its Leave until the next holder's

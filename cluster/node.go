@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,22 +128,27 @@ type standby struct {
 	ready   chan struct{}   // closed once every island the front announced has a frame kept
 	shardOf func(island uint32) uint32
 	epochs  map[uint32]uint32 // shard → the newest epoch of a frame of it kept
-	newer   chan struct{}     // closed when epochs changes
+	islands map[uint32]uint32 // island → the newest epoch of a frame of it kept, while the receiver knows the island
+	newer   chan struct{}     // closed when epochs or islands change
 }
 
 func newStandby(shardOf func(uint32) uint32) *standby {
 	return &standby{states: map[island.MemberID]lastSeen{}, seen: map[uint32]bool{}, ready: make(chan struct{}),
-		shardOf: shardOf, epochs: map[uint32]uint32{}, newer: make(chan struct{})}
+		shardOf: shardOf, epochs: map[uint32]uint32{}, islands: map[uint32]uint32{}, newer: make(chan struct{})}
 }
 
-// shown waits until the front has shown a frame of shard at epoch or
-// later, or until timeout or stop.
+// shown waits until the front has shown frames of shard at epoch or later
+// — of every island of it the standby knows — or until timeout or stop.
+// A front hands each island over on its own, when the previous holder's
+// frames of it have come close enough in time to the next holder's
+// (Relay), so the previous holder steps the shard on until the last of
+// its islands has changed hands.
 func (s *standby) shown(shard, epoch uint32, timeout <-chan time.Time, stop <-chan struct{}) {
 	for {
 		s.mu.Lock()
-		e, newer := s.epochs[shard], s.newer
+		done, newer := s.handedOn(shard, epoch), s.newer
 		s.mu.Unlock()
-		if e >= epoch {
+		if done {
 			return
 		}
 		select {
@@ -155,6 +161,20 @@ func (s *standby) shown(shard, epoch uint32, timeout <-chan time.Time, stop <-ch
 	}
 }
 
+// handedOn reports whether the front has shown frames of shard at epoch
+// or later, of every island of it the standby knows; mu held.
+func (s *standby) handedOn(shard, epoch uint32) bool {
+	if s.epochs[shard] < epoch {
+		return false
+	}
+	for id, e := range s.islands {
+		if e < epoch && s.shardOf != nil && s.shardOf(id) == shard {
+			return false
+		}
+	}
+	return true
+}
+
 // maxStandby caps the members a standby keeps; past it, it starts over.
 const maxStandby = 1 << 20
 
@@ -163,28 +183,27 @@ func (s *standby) commit(f *validator.Validated) {
 	defer s.mu.Unlock()
 	if len(s.states)+f.Len() > maxStandby {
 		clear(s.states)
+		clear(s.islands)
 	}
 	for i := range f.Len() {
 		s.states[f.ID(i)] = lastSeen{f.State(i), f.Time()}
 	}
-	if k := f.Key(); s.shardOf != nil && k.Epoch > s.epochs[s.shardOf(k.Island)] {
-		s.epochs[s.shardOf(k.Island)] = k.Epoch // shards are capped: MaxShards
-		close(s.newer)
-		s.newer = make(chan struct{})
-	}
+	s.saw(f.Key())
 	if s.seen != nil {
 		s.seen[f.Key().Island] = true
 	}
 }
 
-// tick closes ready once every island the receiver knows has a frame kept.
+// tick forgets the islands the receiver no longer knows, and closes ready
+// once every island it knows has a frame kept.
 func (s *standby) tick(tk *transport.Tick) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ids := tk.Receiver.Islands()
+	s.known(ids)
 	if s.seen == nil {
 		return
 	}
-	ids := tk.Receiver.Islands()
 	if len(ids) == 0 {
 		return
 	}
@@ -195,6 +214,39 @@ func (s *standby) tick(tk *transport.Tick) {
 	}
 	s.seen = nil
 	close(s.ready)
+}
+
+// saw takes the key of a frame kept, and tells shown when its island's or
+// shard's newest epoch moved on; mu held.
+func (s *standby) saw(k island.Key) {
+	changed := false
+	if e, ok := s.islands[k.Island]; !ok || k.Epoch > e {
+		s.islands[k.Island], changed = k.Epoch, true // as many as the members kept, at most
+	}
+	if s.shardOf != nil && k.Epoch > s.epochs[s.shardOf(k.Island)] {
+		s.epochs[s.shardOf(k.Island)], changed = k.Epoch, true // shards are capped: MaxShards
+	}
+	if changed {
+		close(s.newer)
+		s.newer = make(chan struct{})
+	}
+}
+
+// known forgets the islands not in ids (sorted), which the receiver no
+// longer knows — a forgotten island's last holder will send it no more —
+// and tells shown; mu held.
+func (s *standby) known(ids []uint32) {
+	gone := false
+	for id := range s.islands {
+		if _, ok := slices.BinarySearch(ids, id); !ok {
+			delete(s.islands, id)
+			gone = true
+		}
+	}
+	if gone {
+		close(s.newer)
+		s.newer = make(chan struct{})
+	}
 }
 
 // lastSeen is a body's newest state the standby committed, and the

@@ -753,3 +753,58 @@ func TestFrontFenced(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestStandbyHandedOn: an authority handing a shard on steps it until its
+// standby has seen the next holder's epoch on every island of the shard it
+// knows — a front hands each island over on its own — or the island was
+// forgotten; islands of other shards do not count.
+func TestStandbyHandedOn(t *testing.T) {
+	sb := newStandby(func(id uint32) uint32 { return id / 100 })
+	see := func(id, epoch uint32) {
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		sb.saw(island.Key{Island: id, Epoch: epoch})
+	}
+	on := func(shard, epoch uint32) bool {
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		return sb.handedOn(shard, epoch)
+	}
+	see(1, 100)
+	see(2, 100)
+	see(3, 100)
+	see(101, 100)
+	if on(0, 101) {
+		t.Fatal("handed on before any frame of the new epoch")
+	}
+	newer := sb.newer
+	see(1, 101)
+	select {
+	case <-newer:
+	default:
+		t.Fatal("an island's newer epoch did not wake shown")
+	}
+	see(101, 101)
+	if on(0, 101) {
+		t.Fatal("handed on with islands 2 and 3 still at the old epoch")
+	}
+	see(2, 101)
+	if on(0, 101) {
+		t.Fatal("handed on with island 3 still at the old epoch")
+	}
+	newer = sb.newer
+	sb.mu.Lock()
+	sb.known([]uint32{1, 2, 101}) // island 3 was forgotten
+	sb.mu.Unlock()
+	select {
+	case <-newer:
+	default:
+		t.Fatal("a forgotten island did not wake shown")
+	}
+	if !on(0, 101) {
+		t.Fatal("not handed on with every island it knows at the new epoch")
+	}
+	if on(1, 102) || on(2, 101) {
+		t.Fatal("handed on at an epoch not seen, or a shard never seen")
+	}
+}
