@@ -65,8 +65,8 @@ type Config struct {
 	// announces, never above 65 507 bytes); each frame at most the
 	// assembler's cap on members (Assembler.MaxMembers).
 	MaxParked int
-	// ParkFor is how long a datagram is held at most, µs of the caller's
-	// clock (zero or negative: DefaultParkFor).
+	// ParkFor is how long a datagram or reassembled frame is held at most,
+	// µs of the caller's clock (zero or negative: DefaultParkFor).
 	ParkFor int64
 
 	// OnControl, if set, is called with the bytes of every control
