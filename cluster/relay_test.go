@@ -614,12 +614,12 @@ func makesBeforeBreak(t *testing.T, silent bool, phase, delay int) {
 	parkDropped := 0
 	st := obs.rx.Stats()
 	st.Rejects(func(reason string, n uint64) {
-		if reason == "wire:park-dropped" {
+		if reason == "wire:park-dropped" || reason == "wire:frame-park-dropped" {
 			parkDropped += int(n)
 		}
 	})
 	if parkDropped > 0 {
-		t.Fatalf("phase %d, delay %d: the observer dropped %d datagrams that waited for control", phase, delay, parkDropped)
+		t.Fatalf("phase %d, delay %d: the observer dropped %d datagrams or frames that waited for control", phase, delay, parkDropped)
 	}
 	const period = 3 // Steps
 	if len(gaps) == 0 || slices.Max(gaps) > period/float64(scenario.StepHz)+1e-9 {
