@@ -88,6 +88,7 @@ type observer struct {
 	mu        sync.Mutex
 	newest    map[uint32]uint32              // island → newest epoch committed
 	firstAt   map[uint32]time.Time           // island → when its newest epoch's first frame committed
+	firstTime map[uint32]island.Time         // island → its newest epoch's first frame's authority time, µs
 	lastAt    map[uint32]time.Time           // island → when its newest frame committed
 	silences  map[uint32]time.Duration       // island → its last hand-off's time without frames
 	authGaps  map[uint32]island.Time         // island → its last hand-off's authority time between the old epoch's last frame and the new one's first, µs
@@ -148,7 +149,7 @@ func frontTLS(t *testing.T) *tls.Config {
 
 func watch(t *testing.T, front *node, fallback ...*node) *observer {
 	t.Helper()
-	o := &observer{newest: map[uint32]uint32{}, firstAt: map[uint32]time.Time{}, lastAt: map[uint32]time.Time{},
+	o := &observer{newest: map[uint32]uint32{}, firstAt: map[uint32]time.Time{}, firstTime: map[uint32]island.Time{}, lastAt: map[uint32]time.Time{},
 		silences: map[uint32]time.Duration{}, authGaps: map[uint32]island.Time{}, lastTime: map[uint32]island.Time{}, streak: map[uint32]int{}, jumps: map[uint32]float64{}, offs: map[uint32]float64{}, pos: map[island.MemberID][4]float64{}, done: make(chan error, 1),
 		ask: make(chan chan livestate.State), askSpaces: make(chan chan int), light: lightWatchers}
 	tlsc := frontTLS(t)
@@ -158,7 +159,7 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 	}
 	w, err := transport.NewWatcher(transport.WatchConfig{Addr: front.srv.Addr().String(), Fallback: others, TLS: tlsc,
 		Subscribe: codec.Subscribe{All: true}, Reconnect: true, Logger: slog.New(slog.DiscardHandler),
-		Receiver: receiver.Config{MaxSimWork: watchSimWork, OnCommit: func(f *validator.Validated) {
+		Receiver: receiver.Config{MaxSimWork: max(watchSimWork, 0), StraightExtrapolation: watchSimWork < 0, OnCommit: func(f *validator.Validated) {
 			k := f.Key()
 			o.mu.Lock()
 			defer o.mu.Unlock()
@@ -200,7 +201,7 @@ func watch(t *testing.T, front *node, fallback ...*node) *observer {
 					o.silences[k.Island] = now.Sub(o.lastAt[k.Island])
 					o.authGaps[k.Island] = f.Time() - o.lastTime[k.Island]
 				}
-				o.newest[k.Island], o.firstAt[k.Island] = k.Epoch, now
+				o.newest[k.Island], o.firstAt[k.Island], o.firstTime[k.Island] = k.Epoch, now, f.Time()
 				o.streak[k.Island] = 0
 			}
 			if k.Epoch == o.newest[k.Island] {
@@ -596,12 +597,30 @@ func authorityGaps(o *observer, shards []uint32, n int, since time.Time) []islan
 	return gaps
 }
 
+// movedAt returns, sorted, how long after authority time at (µs) the
+// first frame of each island of shards under its newest epoch was
+// sampled, for hand-offs since since: when, on the authorities' one time
+// base, the island moved to its new holder.
+func movedAt(o *observer, shards []uint32, n int, since time.Time, at island.Time) []island.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var moved []island.Time
+	for id, t := range o.firstAt {
+		if slices.Contains(shards, uint32(scenario.ShardOf(id, n))) && t.After(since) {
+			moved = append(moved, o.firstTime[id]-at)
+		}
+	}
+	slices.Sort(moved)
+	return moved
+}
+
 // lightWatchers makes watch keep no positions (no jumps): many watchers
 // in one test cost less.
 var lightWatchers bool
 
 // watchSimWork is the local-simulation budget of watch's watchers
-// (receiver.Config.MaxSimWork; 0: the default).
+// (receiver.Config.MaxSimWork; 0: the default; negative: none, members
+// move along their velocities past their newest frame).
 var watchSimWork int
 
 // registries holds each running node's metrics and watchers each running

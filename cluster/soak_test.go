@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/metrics"
 	"slices"
 	"sort"
@@ -24,7 +25,8 @@ var (
 	soak          = flag.Bool("soak", false, "run TestClusterSoak: two fronts, 16 watchers, fencing, crash, drain and front loss")
 	soakScenarios = flag.String("soak-scenarios", "all", "TestClusterSoak: the world's scenarios")
 	soakReal      = flag.Int("soak-real", 16, "TestClusterSoak: how many of the 16 watchers run the whole receive path; the others are stand-ins that only confirm datagrams")
-	soakSimWork   = flag.Int("soak-sim-work", receiver.DefaultMaxSimWork/16, "TestClusterSoak: each real watcher's local-simulation budget, body steps per render (receiver.Config.MaxSimWork): 16 observers on one machine share what one has alone")
+	soakSim       = flag.Bool("soak-sim", false, "TestClusterSoak: the watchers continue islands past their frames with local simulations (off: along their velocities)")
+	soakSimWork   = flag.Int("soak-sim-work", receiver.DefaultMaxSimWork/16, "TestClusterSoak with -soak-sim: each real watcher's local-simulation budget, body steps per render (receiver.Config.MaxSimWork): 16 observers on one machine share what one has alone")
 )
 
 // TestClusterSoak is the cluster's whole story at once, over QUIC on
@@ -46,10 +48,15 @@ var (
 // left. A measurement with figures: run it with -soak -v. The drain is
 // measured from a steady state: every watcher has committed four frames in
 // a row of every island since the rebalance before it. 16 watchers share
-// one machine, and each gets a sixteenth of the local-simulation budget
-// one observer has alone (-soak-sim-work; with the whole budget each, on 2
-// cores their local simulations take the machine from the cluster, and the
-// figures measure the machine). -soak-real N keeps N of them and makes the
+// one machine, so they continue islands past their frames along their
+// velocities, not with local simulations: a change of hands delays frames
+// to every watcher at once, their simulations then take up the slack, and
+// on 2 cores the process saturates and delays frames further. Measured
+// over 10 alternating runs, with a sixteenth each of the simulation budget
+// one observer has alone, the simulations took half the process's CPU
+// during the drain, and in 3 runs the islands came back 0.4–2.4 s after
+// the drain began; with none, 0.2 s at most. -soak-sim turns them on
+// (-soak-sim-work sets each one's budget). -soak-real N keeps N of them and makes the
 // others stand-ins (transport.WatchConfig.ConfirmOnly: to a front,
 // observers that receive everything, at a fraction of the CPU). The checks
 // and figures are the real watchers'.
@@ -64,13 +71,20 @@ func TestClusterSoak(t *testing.T) {
 	p, cli := world(t)
 	tb := watchTable(t, cli, p)
 	shards := span(len(scs))
-	lightWatchers, watchSimWork = true, *soakSimWork
+	lightWatchers, watchSimWork = true, -1
+	if *soakSim {
+		watchSimWork = *soakSimWork
+	}
 	t.Cleanup(func() { lightWatchers, watchSimWork = false, 0 })
 	// The default TTL: 16 watchers load a 2-core machine enough that
 	// keep-alives of 2 s leases are sometimes not confirmed in time.
 	ttl := func(c *NodeConfig) { c.TTL = DefaultTTL }
 	period := time.Second / 20 // the broadcast period at NodeConfig.Hz's default
 	a := startNode(t, p, "a", Authority, scs, ttl)
+	w, err := Open(context.Background(), cli, p) // the world a wrote: its time base
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := startNode(t, p, "b", Authority, scs, ttl)
 	f1 := startNode(t, p, "f1", Front, scs, ttl)
 	f2 := startNode(t, p, "f2", Front, scs, ttl)
@@ -126,6 +140,18 @@ func TestClusterSoak(t *testing.T) {
 		over := len(auth) - sort.Search(len(auth), func(i int) bool { return auth[i] > island.Time(period/time.Microsecond) })
 		t.Logf("%s: authority time between the old epoch's last frame and the new one's first: p50 %.1f ms, max %.1f ms; over a period in %d of %d",
 			what, float64(auth[len(auth)/2])/1000, float64(auth[len(auth)-1])/1000, over, len(auth))
+		// When the islands moved on the authorities' time base: the
+		// authority time of each new epoch's first frame, after the stop's.
+		var at []island.Time
+		for _, o := range obs {
+			at = append(at, movedAt(o, moved, len(scs), since, island.Time(w.Now(since)))...)
+		}
+		if len(at) > 0 {
+			slices.Sort(at)
+			over = len(at) - sort.Search(len(at), func(i int) bool { return at[i] > island.Time(period/time.Microsecond) })
+			t.Logf("%s: the new epochs' first frames sampled after the stop, in authority time: p50 %.1f ms, max %.1f ms; over a period in %d of %d",
+				what, float64(at[len(at)/2])/1000, float64(at[len(at)-1])/1000, over, len(at))
+		}
 	}
 
 	// memory reports the process's live heap after its last collection
@@ -152,6 +178,7 @@ func TestClusterSoak(t *testing.T) {
 	// islands' return is reported from it too.
 	moveAll := func(what string, n *node, cause error, heir string, expiry time.Time) {
 		moved, since := tb.Held(n.name), time.Now()
+		sched0, cpu0 := schedLatencies(), cpuTime()
 		claims0, claimSum0 := histogram(t, heir, "islandsync_cluster_etcd_call_seconds", "claim")
 		gains0, gainSum0 := histogram(t, heir, "islandsync_cluster_gain_seconds", "")
 		releases0, releaseSum0 := histogram(t, n.name, "islandsync_cluster_etcd_call_seconds", "release")
@@ -161,6 +188,14 @@ func TestClusterSoak(t *testing.T) {
 		await(t, heir+" holds everything", heldBy(tb, shards, heir))
 		everyone("every shard from " + heir)
 		gaps(what, moved, since)
+		// How busy the process was meanwhile: the cores it used (none
+		// where the platform does not say) and how long its goroutines
+		// waited to run once runnable (the runtime samples them).
+		used := "an unknown share of its cores"
+		if cpu0 > 0 {
+			used = fmt.Sprintf("%.2f cores", float64(cpuTime()-cpu0)/float64(time.Since(since)))
+		}
+		t.Logf("%s: meanwhile the process used %s, and its goroutines waited to run %s", what, used, waited(sched0, schedLatencies()))
 		// What the authorities timed of it: etcd's answers and the gains'
 		// builds, each on average.
 		claims, claimSum := histogram(t, heir, "islandsync_cluster_etcd_call_seconds", "claim")
@@ -375,4 +410,58 @@ func justRenewed(t *testing.T, cli *clientv3.Client, tb *Table, holder string) t
 	}
 	t.Fatalf("no renewal of %s's lease seen within %v", holder, 10*DefaultTTL)
 	return time.Time{}
+}
+
+// schedLatencies reads how long the process's goroutines have waited,
+// runnable, before they ran (the Go runtime's histogram since it started).
+func schedLatencies() *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return s[0].Value.Float64Histogram()
+}
+
+// waited describes the waits to run between two readings of
+// schedLatencies: how many, their p50 and p99, and the longest bucket's
+// upper bound.
+func waited(before, after *metrics.Float64Histogram) string {
+	if before == nil || after == nil || len(before.Counts) != len(after.Counts) {
+		return "(not measured)"
+	}
+	var n uint64
+	counts := make([]uint64, len(after.Counts))
+	for i := range counts {
+		counts[i] = after.Counts[i] - before.Counts[i]
+		n += counts[i]
+	}
+	if n == 0 {
+		return "(no waits)"
+	}
+	// upper is bucket i's upper bound (its lower one for the last,
+	// unbounded, bucket).
+	upper := func(i int) time.Duration {
+		if b := after.Buckets[i+1]; !math.IsInf(b, 1) {
+			return secs(b)
+		}
+		return secs(after.Buckets[i])
+	}
+	at := func(q float64) time.Duration {
+		want, sum := uint64(q*float64(n)), uint64(0)
+		for i, c := range counts {
+			if sum += c; sum > want {
+				return upper(i)
+			}
+		}
+		return upper(len(counts) - 1)
+	}
+	var longest time.Duration
+	for i := len(counts) - 1; i >= 0; i-- {
+		if counts[i] > 0 {
+			longest = upper(i)
+			break
+		}
+	}
+	return fmt.Sprintf("%d times: p50 under %v, p99 under %v, the longest under %v", n, at(0.5), at(0.99), longest)
 }
