@@ -51,15 +51,18 @@ var (
 // one machine, so they continue islands past their frames along their
 // velocities, not with local simulations: a change of hands delays frames
 // to every watcher at once, their simulations then take up the slack, and
-// on 2 cores the process saturates and delays frames further. Measured
-// over 10 alternating runs, with a sixteenth each of the simulation budget
-// one observer has alone, the simulations took half the process's CPU
-// during the drain, and in 3 runs the islands came back 0.4–2.4 s after
-// the drain began; with none, 0.2 s at most. -soak-sim turns them on
-// (-soak-sim-work sets each one's budget). -soak-real N keeps N of them and makes the
-// others stand-ins (transport.WatchConfig.ConfirmOnly: to a front,
-// observers that receive everything, at a fraction of the CPU). The checks
-// and figures are the real watchers'.
+// on 2 cores the process saturates and delays frames further. Over 10
+// runs alternating with 10 without them, with a sixteenth each of the
+// simulation budget one observer has alone, the simulations took half the
+// process's CPU during the drain, and in 6 runs the islands came back
+// 0.42–2.78 s after the drain began; without them, 54–194 ms in every
+// run. -soak-sim turns them on (-soak-sim-work sets each one's budget).
+// -soak-real N keeps N of them and makes the others stand-ins
+// (transport.WatchConfig.ConfirmOnly: to a front, observers that receive
+// everything, at a fraction of the CPU). The checks and figures are the
+// real watchers'. Each change of hands also reports when its islands
+// moved on the authorities' time base, and how busy the process was
+// meanwhile.
 func TestClusterSoak(t *testing.T) {
 	if !*soak {
 		t.Skip("a soak: go test ./cluster -run TestClusterSoak -soak -v")
