@@ -52,7 +52,12 @@
 // baseline frame the observer holds (package baseline), or is a keyframe. A
 // frame too large for one datagram is cut into key or delta fragment
 // records. Encoder builds one observer's datagrams for one broadcast
-// (Begin, AddKey, AddDelta, Datagrams); Decoder parses a datagram whole
+// (Begin, AddKey, AddDelta, Datagrams); one Encoder serving each observer
+// of a broadcast in turn cuts a frame into fragments once for all the
+// observers that code it alike (the same frame, baseline, datagram size
+// and parity), and frames each one's records from that cut: with 8
+// observers a broadcast of a 400-member chain keyframe and 24 small
+// islands (BenchmarkFanOut) costs about half what it did. Decoder parses a datagram whole
 // (its check, framing, caps) and returns one record per island — a batch's
 // predicted islands gathered into runs — whose members expand with
 // ExpandKey, ExpandDelta (given the baseline) and Predict (runs).

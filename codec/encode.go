@@ -103,7 +103,52 @@ type Encoder struct {
 	sum DatagramSum
 	// the sum of the frame being added
 	fsum uint64
+	// cuts remembers how the frames of the current broadcast (Begin's seq
+	// and time) were cut into fragments, so that a frame cut for one
+	// observer is not coded again for the next (cutsFor: that broadcast)
+	cuts     map[cutKey]*cutDone
+	cutBytes int        // the streams' bytes cuts holds
+	spare    []*cutDone // cuts of past broadcasts, for reuse
+	cutsFor  struct {
+		seq uint32
+		t   island.Time
+	}
+	// base: the delta being added's baseline sequence (AddDelta); 0 for a
+	// keyframe
+	base uint32
 }
+
+// cutKey names a frame's cut into fragments: the frame (its sum covers
+// its key, time and members), what it is coded against, and the room each
+// fragment has. Two observers' encodings of one frame share it when they
+// share the baseline and the datagram size.
+type cutKey struct {
+	sum        uint64
+	base       uint32 // the baseline's sequence; 0 for a keyframe
+	key, joint bool
+	links      *Links
+	n, room    int
+	parity     int
+}
+
+// cutDone is a remembered cut: what cut left in the encoder's fragment
+// fields, and the fragment count emit settled on.
+type cutDone struct {
+	spans []span
+	buf   []byte
+	ends  []int
+	costs [][numCats]int64
+}
+
+// Bounds of the cuts remembered: at most maxCuts frames and maxCutBytes of
+// fragment streams for one broadcast (past either, further frames are cut
+// for each observer), and of past broadcasts' storage kept for reuse, the
+// entries whose streams took at most maxSpareBytes.
+const (
+	maxCuts       = 256
+	maxCutBytes   = 4 << 20
+	maxSpareBytes = 64 << 10
+)
 
 // openBatch is the batch record being coded into the open datagram.
 type openBatch struct {
@@ -145,6 +190,15 @@ func (e *Encoder) SetParityCut(on bool) { e.parityCut = on }
 // (serial arithmetic; Next tells where they ended).
 func (e *Encoder) Begin(packet, seq uint32, t island.Time) {
 	e.packet, e.seq, e.time = packet, seq, t
+	if seq != e.cutsFor.seq || t != e.cutsFor.t {
+		for _, done := range e.cuts {
+			if cap(done.buf) <= maxSpareBytes {
+				e.spare = append(e.spare, done)
+			}
+		}
+		clear(e.cuts)
+		e.cutBytes, e.cutsFor.seq, e.cutsFor.t = 0, seq, t
+	}
 	e.buf, e.ends, e.cur = e.buf[:0], e.ends[:0], -1
 	e.isl, e.islEnds, e.partsD = e.isl[:0], e.islEnds[:0], e.partsD[:0]
 	e.bat.open = false
@@ -306,7 +360,7 @@ func (e *Encoder) AddKey(f *Frame) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
-	e.fsum = e.sumOf(f)
+	e.fsum, e.base = e.sumOf(f), 0
 	keys := e.keys[:0]
 	for i := range f.Members {
 		m := &f.Members[i]
@@ -335,7 +389,7 @@ func (e *Encoder) AddDelta(f *Frame, ref *Ref) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
-	e.fsum = e.sumOf(f)
+	e.fsum, e.base = e.sumOf(f), ref.Base.ID
 	lag := f.Key.Seq - ref.Base.ID
 	bf := &ref.Base.Frame
 	if lag == 0 || len(ref.Base.Entries) != len(f.Members) || bf.Class != f.Class || bf.Segment != f.Segment ||
@@ -559,6 +613,64 @@ func (e *Encoder) emit(h byte, f *Frame, lag uint32, refLen int) error {
 	// less the part fields at their largest, the digest and the length
 	room := max - pre - 4*uvarintLen(uint64(n)) - 8 - uvarintLen(uint64(e.cfg.MaxDatagram))
 	key := RecordKind(h&headKind) == KindKey
+	ck := cutKey{sum: e.fsum, base: e.base, key: key, joint: e.joint, links: e.links, n: n, room: room, parity: e.parity}
+	if done := e.cuts[ck]; done != nil {
+		e.spans = append(e.spans[:0], done.spans...)
+		e.fragBuf = append(e.fragBuf[:0], done.buf...)
+		e.fragEnds = append(e.fragEnds[:0], done.ends...)
+		e.fragCosts = append(e.fragCosts[:0], done.costs...)
+	} else if err := e.cutFor(key, n, room); err != nil {
+		return err
+	} else if len(e.cuts) < maxCuts && e.cutBytes+len(e.fragBuf) <= maxCutBytes {
+		if e.cuts == nil {
+			e.cuts = make(map[cutKey]*cutDone)
+		}
+		var done *cutDone
+		if k := len(e.spare); k > 0 {
+			done, e.spare = e.spare[k-1], e.spare[:k-1]
+		} else {
+			done = new(cutDone)
+		}
+		done.spans = append(done.spans[:0], e.spans...)
+		done.buf = append(done.buf[:0], e.fragBuf...)
+		done.ends = append(done.ends[:0], e.fragEnds...)
+		done.costs = append(done.costs[:0], e.fragCosts...)
+		e.cuts[ck] = done
+		e.cutBytes += len(done.buf)
+	}
+	count := len(e.spans)
+	withParity := e.parity > 0 && count <= MaxParityFragments
+	d := e.sumOf(f)
+	e.shardLen = 0
+	start := 0
+	for i, sp := range e.spans {
+		stream := e.fragBuf[start:e.fragEnds[i]]
+		start = e.fragEnds[i]
+		body := appendPart(e.rec[:pre], count, i, sp.first, sp.n, d)
+		body = append(appendU(body, uint64(len(stream))), stream...)
+		e.rec = body
+		if withParity {
+			e.keepShard(i, h|headFragment, f.Key.Island, body)
+		}
+		e.place(h|headFragment, f.Key.Island, body, lag, refLen)
+		e.parts = count
+		e.bytes.Records -= int64(len(stream)) + 8 // the length stays framing
+		e.bytes.Digests += 8
+		e.shareCosts(len(stream), &e.fragCosts[i])
+		e.close() // fragments of a big frame each fill their own datagram
+	}
+	if withParity {
+		return e.emitParity(head(KindRun, f.Class, 0)|headFragment, f.Key.Island, count)
+	}
+	return nil
+}
+
+// cutFor cuts the frame being added (key: a keyframe) of n members into
+// fragment streams of at most room bytes each, as emit sends them: at
+// least two, at most MaxFragments, and — with parity — each no longer
+// than it must be for their count (parity shards are as long as the
+// longest fragment).
+func (e *Encoder) cutFor(key bool, n, room int) error {
 	if !e.cut(key, n, room) {
 		return fail(ErrLimit, -1, "member too large for a datagram")
 	}
@@ -604,28 +716,6 @@ func (e *Encoder) emit(h byte, f *Frame, lag uint32, refLen int) error {
 		if last != hi { // the cut in hand is not the one chosen
 			e.cut(key, n, hi)
 		}
-	}
-	d := e.sumOf(f)
-	e.shardLen = 0
-	start := 0
-	for i, sp := range e.spans {
-		stream := e.fragBuf[start:e.fragEnds[i]]
-		start = e.fragEnds[i]
-		body := appendPart(e.rec[:pre], count, i, sp.first, sp.n, d)
-		body = append(appendU(body, uint64(len(stream))), stream...)
-		e.rec = body
-		if withParity {
-			e.keepShard(i, h|headFragment, f.Key.Island, body)
-		}
-		e.place(h|headFragment, f.Key.Island, body, lag, refLen)
-		e.parts = count
-		e.bytes.Records -= int64(len(stream)) + 8 // the length stays framing
-		e.bytes.Digests += 8
-		e.shareCosts(len(stream), &e.fragCosts[i])
-		e.close() // fragments of a big frame each fill their own datagram
-	}
-	if withParity {
-		return e.emitParity(head(KindRun, f.Class, 0)|headFragment, f.Key.Island, count)
 	}
 	return nil
 }
