@@ -100,3 +100,24 @@ func BenchmarkCutsShared(b *testing.B) {
 		})
 	}
 }
+
+// TestCutsBounded: the cuts one broadcast remembers stay within maxCuts
+// frames and maxCutBytes of streams, however many big frames it carries,
+// and a new broadcast lets them go.
+func TestCutsBounded(t *testing.T) {
+	enc := newWireWorld(t, Config{MaxDatagram: 576}).enc
+	enc.Begin(1, 7, 350_000)
+	for i := range maxCuts + 40 {
+		f := testFrame3(uint32(100+i), 60, 7, quant.Chain, float64(i))
+		if err := enc.AddKey(&f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(enc.cuts) != maxCuts || enc.cutBytes > maxCutBytes {
+		t.Fatalf("%d cuts of %d bytes remembered, want %d of at most %d", len(enc.cuts), enc.cutBytes, maxCuts, maxCutBytes)
+	}
+	enc.Begin(1, 8, 400_000)
+	if len(enc.cuts) != 0 || enc.cutBytes != 0 || len(enc.spare) > maxCuts {
+		t.Fatalf("after the next Begin: %d cuts, %d bytes, %d spare", len(enc.cuts), enc.cutBytes, len(enc.spare))
+	}
+}
