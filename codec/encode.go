@@ -113,9 +113,6 @@ type Encoder struct {
 		seq uint32
 		t   island.Time
 	}
-	// base: the delta being added's baseline sequence (AddDelta); 0 for a
-	// keyframe
-	base uint32
 }
 
 // cutKey names a frame's cut into fragments: the frame (its sum covers
@@ -124,7 +121,7 @@ type Encoder struct {
 // share the baseline and the datagram size.
 type cutKey struct {
 	sum        uint64
-	base       uint32 // the baseline's sequence; 0 for a keyframe
+	lag        uint32 // a delta's baseline: that many sequences before the frame; 0 for a keyframe
 	key, joint bool
 	links      *Links
 	n, room    int
@@ -360,7 +357,7 @@ func (e *Encoder) AddKey(f *Frame) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
-	e.fsum, e.base = e.sumOf(f), 0
+	e.fsum = e.sumOf(f)
 	keys := e.keys[:0]
 	for i := range f.Members {
 		m := &f.Members[i]
@@ -389,7 +386,7 @@ func (e *Encoder) AddDelta(f *Frame, ref *Ref) error {
 	if err := e.check(f); err != nil {
 		return err
 	}
-	e.fsum, e.base = e.sumOf(f), ref.Base.ID
+	e.fsum = e.sumOf(f)
 	lag := f.Key.Seq - ref.Base.ID
 	bf := &ref.Base.Frame
 	if lag == 0 || len(ref.Base.Entries) != len(f.Members) || bf.Class != f.Class || bf.Segment != f.Segment ||
@@ -613,7 +610,7 @@ func (e *Encoder) emit(h byte, f *Frame, lag uint32, refLen int) error {
 	// less the part fields at their largest, the digest and the length
 	room := max - pre - 4*uvarintLen(uint64(n)) - 8 - uvarintLen(uint64(e.cfg.MaxDatagram))
 	key := RecordKind(h&headKind) == KindKey
-	ck := cutKey{sum: e.fsum, base: e.base, key: key, joint: e.joint, links: e.links, n: n, room: room, parity: e.parity}
+	ck := cutKey{sum: e.fsum, lag: lag, key: key, joint: e.joint, links: e.links, n: n, room: room, parity: e.parity}
 	if done := e.cuts[ck]; done != nil {
 		e.spans = append(e.spans[:0], done.spans...)
 		e.fragBuf = append(e.fragBuf[:0], done.buf...)
