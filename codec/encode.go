@@ -128,8 +128,8 @@ type cutKey struct {
 	parity     int
 }
 
-// cutDone is a remembered cut: what cut left in the encoder's fragment
-// fields, and the fragment count emit settled on.
+// cutDone is a remembered cut: what cutFor left in the encoder's fragment
+// fields (its spans, streams, their ends and costs).
 type cutDone struct {
 	spans []span
 	buf   []byte
