@@ -71,7 +71,8 @@
 // while the step goroutine goes on stepping the other shards, and is taken
 // up (Adopt) as soon as it is ready, so the shards gained together (a
 // drain's, a crashed holder's) are built side by side rather than one
-// after another on the step goroutine. Its Lose hook returns only once the
+// after another on the step goroutine, and each starts when its own world
+// is ready, not with the slowest. Its Lose hook returns only once the
 // shard's frames have stopped. RunFront runs a
 // front: it dials every registered authority as an observer (pinning the
 // fingerprint the authority registered beside its address; an observer

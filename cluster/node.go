@@ -348,9 +348,9 @@ func (s *shardSource) poke() {
 // other shards meanwhile, and the shards gained together, a drain's or a
 // crashed holder's, are built side by side rather than one after another
 // on the loop — and the server takes it up as soon as it is ready, with
-// the changes queued behind it; its announcement (leases, manifests, the
-// islands' spawns) goes out at once, and its first frames at the next
-// step.
+// the changes of its shard queued behind it (those of other shards do not
+// wait for it); its announcement (leases, manifests, the islands' spawns)
+// goes out at once, and its first frames at the next step.
 func (s *shardSource) change(shard, epoch uint32, gain bool, stopped <-chan struct{}) {
 	r := &shardReq{shard: shard, epoch: epoch, gain: gain, at: time.Now(), done: make(chan struct{})}
 	if gain {
@@ -401,7 +401,10 @@ func (s *shardSource) Urgent() ([]codec.Message, []*island.Frame) {
 }
 
 // take brings the authority's time up to the clock and takes the changes
-// queued, in order, up to the first gain whose world is not ready yet.
+// queued, in order, but for a gain whose world is not ready yet and the
+// changes of its shard queued behind it: those stay queued, in order,
+// while the others go on — the shards a drain hands over together start
+// each as soon as its own world is ready, not with the slowest.
 func (s *shardSource) take() {
 	if s.now != nil {
 		// Steps that came late (a loaded machine drops ticks) would leave
@@ -415,14 +418,17 @@ func (s *shardSource) take() {
 	}
 	s.step.Store(s.auth.Steps() + 1)
 	s.mu.Lock()
-	reqs := s.reqs
-	n := 0
-	for n < len(reqs) && !waiting(reqs[n]) {
-		n++
+	var due, held []*shardReq // new arrays: due is read below, unlocked
+	for _, r := range s.reqs {
+		if waiting(r) || slices.ContainsFunc(held, func(h *shardReq) bool { return h.shard == r.shard }) {
+			held = append(held, r)
+			continue
+		}
+		due = append(due, r)
 	}
-	s.reqs = append([]*shardReq(nil), reqs[n:]...) // a new array: reqs[:n] is read below, unlocked
+	s.reqs = held
 	s.mu.Unlock()
-	for _, r := range reqs[:n] {
+	for _, r := range due {
 		if r.gain {
 			if r.prepared == nil || s.auth.Adopt(r.prepared) != nil {
 				_ = s.auth.Gain(int(r.shard), r.epoch, s.last)

@@ -1228,6 +1228,54 @@ func TestGainPreparedOffTheLoop(t *testing.T) {
 	}
 }
 
+// TestReadyGainsGoFirst: of two shards gained together, the one whose
+// world is ready starts while the other's is still being built — a drain
+// hands its shards over each as soon as its own world is ready — and a
+// loss of the slow shard, queued behind its gain, still waits for it.
+func TestReadyGainsGoFirst(t *testing.T) {
+	auth, n := shardAuthority(t, "bridge,chain")
+	release, asked := make(chan struct{}), make(chan struct{}, 1)
+	last := func(id island.MemberID) (island.State, island.Time, bool) {
+		if scenario.ShardOf(uint32(id.Stable), n) == 0 {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			<-release // shard 0's preparation is slow
+		}
+		return island.State{}, 0, false
+	}
+	src := &shardSource{auth: auth, last: last, prompt: make(chan struct{}, 1)}
+	src.Step()
+	src.change(0, 3, true, nil)
+	<-asked
+	src.change(1, 4, true, nil)
+	loss := &shardReq{shard: 0, epoch: 3, done: make(chan struct{})} // what change queues for a loss
+	src.request(loss)
+	src.mu.Lock()
+	ready := src.reqs[1].ready // shard 1's gain
+	src.mu.Unlock()
+	<-ready
+	if _, frames := src.Step(); len(frames) == 0 {
+		t.Fatal("shard 1's gain was not taken while shard 0's world was being built: no frames")
+	}
+	if got := auth.Shards(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("while shard 0's world is built the authority steps shards %v, want [1]", got)
+	}
+	select {
+	case <-loss.done:
+		t.Fatal("shard 0's loss was taken before its gain, queued ahead of it")
+	default:
+	}
+	close(release)
+	src.preparing.Wait()
+	src.Step()
+	<-loss.done
+	if got := auth.Shards(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("after shard 0's gain and loss the authority steps shards %v, want [1]", got)
+	}
+}
+
 // shardAuthority returns a shard authority of the named scenarios at 20 Hz,
 // holding none, and how many shards it has.
 func shardAuthority(t *testing.T, names string) (*scenario.Authority, int) {
