@@ -61,7 +61,10 @@
 // # Processes
 //
 // RunAuthority runs an authority: a shard authority (scenario) whose
-// shards follow Serve, served over QUIC to the fronts. Its step goroutine
+// shards follow Serve, served over QUIC to the fronts. It steps on the
+// world's clock: never ahead of it (a tick before the next step's time
+// does not step), and more than MaxLag steps behind it, it skips ahead
+// without stepping. Its step goroutine
 // takes the shards gained and lost at once, between two steps
 // (transport.Prompter): a gained shard's leases, manifests and spawns —
 // its islands' first states, at the time the authority stands at — go out

@@ -382,8 +382,22 @@ func (s *shardSource) prepare(r *shardReq) {
 	s.poke()
 }
 
+// Step steps the authority once, when the timeline's clock has reached
+// its next step's time. The server's ticker runs at the step rate from a
+// phase of its own, and an authority starts on the timeline's grid at or
+// after the clock (scenario.NewShardAuthority), up to a period ahead: one
+// that stepped at every tick would sample its frames that far ahead of
+// the clock for as long as it runs, and the islands it hands on to
+// another authority, or receives from one, would jump in time by the
+// difference. So a tick that comes before the next step's time only takes
+// the changes queued and sends their announcements; the authority's time
+// then stays within a step behind the clock (more when a loaded machine
+// drops ticks, up to MaxLag).
 func (s *shardSource) Step() ([]codec.Message, []*island.Frame) {
 	s.take()
+	if s.now != nil && !s.auth.Due(s.now()) {
+		return s.auth.Control(), nil
+	}
 	msgs, frames := s.auth.Step()
 	s.step.Store(s.auth.Steps() + 1)
 	return msgs, frames

@@ -1012,15 +1012,28 @@ func leaseEpochs(rx *receiver.Receiver) []uint32 {
 
 // TestSourceKeepsToTheClock: an authority whose steps fell behind the
 // timeline's clock skips ahead to it before stepping, so its frames stay
-// at the clock's instants; one within MaxLag steps keeps stepping as it is.
+// at the clock's instants; one within MaxLag steps keeps stepping as it
+// is; and one whose next step's time the clock has not reached does not
+// step — no frame is sampled ahead of the clock — though the changes
+// queued still go out.
 func TestSourceKeepsToTheClock(t *testing.T) {
 	auth, _ := shardAuthority(t, "chain")
-	_ = auth.Gain(0, 1, nil)
-	clock := auth.Time()
+	clock := auth.Time() + 1_000_000/scenario.StepHz - 1 // just before the next step's time
 	src := &shardSource{auth: auth, now: func() island.Time { return clock }}
-	src.Step()
-	clock = auth.Time() + MaxLag*1_000_000/scenario.StepHz // within the lag: stepped as it is
+	src.change(0, 1, true, nil)
+	src.preparing.Wait()
 	before := auth.Time()
+	msgs, frames := src.Step()
+	if auth.Time() != before || len(frames) != 0 || len(msgs) == 0 {
+		t.Fatalf("ahead of the clock: the time moved %d µs, %d frames, %d control messages; want no step, the gain's announcement",
+			auth.Time()-before, len(frames), len(msgs))
+	}
+	clock++ // the next step's time
+	if _, frames := src.Step(); auth.Time() != clock || len(frames) == 0 {
+		t.Fatalf("at the next step's time: time %d µs, want %d; %d frames", auth.Time(), clock, len(frames))
+	}
+	clock = auth.Time() + MaxLag*1_000_000/scenario.StepHz // within the lag: stepped as it is
+	before = auth.Time()
 	src.Step()
 	if got := auth.Time() - before; got > 20_000 {
 		t.Fatalf("within the lag the time moved %d µs in a step", got)

@@ -412,6 +412,12 @@ func (a *Authority) Behind(now island.Time) int64 {
 	return max(n, 0)
 }
 
+// Due reports whether the clock has reached the time of the authority's
+// next step, authority time now (µs): a caller that paces the steps by a
+// clock of its own steps only then, so that no frame is sampled at a time
+// the clock has not reached.
+func (a *Authority) Due(now island.Time) bool { return timeOf(a.step+1) <= now }
+
 // Skip moves the authority's time n steps on without stepping its worlds,
 // for an authority whose steps fell behind the timeline's clock: its
 // bodies hold still for those steps (the simulation runs slower than the
