@@ -175,6 +175,17 @@ func TestClusterSoak(t *testing.T) {
 			what, float64(sample[0].Value.Uint64())/1e6, len(obs), spaces)
 	}
 
+	// fronts sums, over both fronts, the hand-offs they relayed and those
+	// whose new holder's first frame went out within le of the old lease's
+	// last (the relay's gap, counted in its Steps).
+	fronts := func(le time.Duration) (n, within uint64) {
+		for _, f := range []*node{f1, f2} {
+			k, w := frontGaps(t, f.name, le.Seconds())
+			n, within = n+k, within+w
+		}
+		return n, within
+	}
+
 	// moveAll stops n — a drain (cause nil) or a crash (ErrAbandon) — and
 	// waits until heir holds every shard and every watcher has them.
 	// expiry, when not zero, is when n's lease expires (a crash): the
@@ -185,12 +196,19 @@ func TestClusterSoak(t *testing.T) {
 		claims0, claimSum0 := histogram(t, heir, "islandsync_cluster_etcd_call_seconds", "claim")
 		gains0, gainSum0 := histogram(t, heir, "islandsync_cluster_gain_seconds", "")
 		releases0, releaseSum0 := histogram(t, n.name, "islandsync_cluster_etcd_call_seconds", "release")
+		relayed0, within0 := fronts(period)
 		if err := n.stop(cause); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		await(t, heir+" holds everything", heldBy(tb, shards, heir))
 		everyone("every shard from " + heir)
 		gaps(what, moved, since)
+		if relayed, within := fronts(period); relayed > relayed0 {
+			// Counted in the fronts' own Steps, so a loaded machine, which
+			// slows their Steps as much as the frames, does not count.
+			t.Logf("%s: at the fronts, %d of %d hand-offs went out within a period of the old lease's last frame, counted in their Steps",
+				what, within-within0, relayed-relayed0)
+		}
 		// How busy the process was meanwhile: the cores it used (none
 		// where the platform does not say) and how long its goroutines
 		// waited to run once runnable (the runtime samples them).
