@@ -204,8 +204,8 @@ func TestClusterSoak(t *testing.T) {
 		everyone("every shard from " + heir)
 		gaps(what, moved, since)
 		if relayed, within := fronts(period); relayed > relayed0 {
-			// Counted in the fronts' own Steps, so a loaded machine, which
-			// slows their Steps as much as the frames, does not count.
+			// Counted in the fronts' own Steps: a loaded machine that
+			// delays the frames delays the Steps that count them too.
 			t.Logf("%s: at the fronts, %d of %d hand-offs went out within a period of the old lease's last frame, counted in their Steps",
 				what, within-within0, relayed-relayed0)
 		}
